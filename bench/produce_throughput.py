@@ -1,0 +1,151 @@
+"""acks=all produce throughput of a local replica cluster (a benchmark, not a test).
+
+Starts one controller and three brokers on 127.0.0.1 (the test fixture's
+launcher, scaled-down timings), creates a topic with 3 partitions and
+replication factor 3, and runs 16 concurrent producers (one Client each) for
+a fixed time, first with one record per request, then with batches. Prints
+records/s per mode and one JSON line with all figures.
+
+    .venv/bin/python bench/produce_throughput.py [--seconds 10] [--producers 16] [--batch 100]
+        [--era epoch] [--shared-too] [--profile DIR]   # DIR: cProfile output of every process (*.prof)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "replica")]
+
+from cluster_fixture import LocalCluster  # noqa: E402
+from replica.client import ClientError  # noqa: E402
+
+TOPIC = "bench"
+PARTITIONS = 3
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(cluster: LocalCluster) -> dict[str, float]:
+    """User+system CPU seconds used so far by each cluster process and by this (client) process."""
+    out = {}
+    for name, proc in cluster.procs.items():
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[name] = (int(fields[11]) + int(fields[12])) / _TICK
+        except (OSError, IndexError, ValueError):
+            out[name] = float("nan")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["clients"] = usage.ru_utime + usage.ru_stime
+    return out
+
+
+async def run_mode(cluster: LocalCluster, producers: int, seconds: float, batch: int, counter,
+                   shared_client: bool = False) -> dict:
+    """Each producer sends to partition (its index mod 3) until time is up; returns the figures.
+
+    Producers have a Client each (as workload processes do), or share one
+    (one pooled connection per broker) with ``shared_client``.
+    """
+    if shared_client:
+        clients = [cluster.client(request_timeout=10.0)] * producers
+    else:
+        clients = [cluster.client(request_timeout=10.0) for _ in range(producers)]
+    acked = errors = requests = 0
+    latencies: list[float] = []
+    stop_at = time.monotonic() + seconds
+
+    async def producer(i: int) -> None:
+        nonlocal acked, errors, requests
+        client, partition = clients[i], i % PARTITIONS
+        while time.monotonic() < stop_at:
+            values = [next(counter) for _ in range(batch)]
+            started = time.monotonic()
+            try:
+                if batch == 1:
+                    await client.produce(TOPIC, partition, values[0], acks="all")
+                else:
+                    await client.produce_many(TOPIC, partition, values, acks="all")
+                acked += batch
+                latencies.append(time.monotonic() - started)
+            except ClientError:
+                errors += 1
+            requests += 1
+
+    try:
+        for client in set(clients):             # warm metadata and connections outside the clock
+            await client.wait_for_leaders(TOPIC)
+        cpu_before = cpu_seconds(cluster)
+        started = time.monotonic()
+        stop_at = started + seconds
+        await asyncio.gather(*(producer(i) for i in range(producers)))
+        elapsed = time.monotonic() - started
+        cpu_after = cpu_seconds(cluster)
+    finally:
+        await asyncio.gather(*(c.close() for c in set(clients)))
+    latencies.sort()
+    pct = (lambda q: round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000, 2)
+           if latencies else None)
+    return {"batch": batch, "records": acked, "requests": requests, "errors": errors,
+            "seconds": round(elapsed, 2), "records_per_s": round(acked / elapsed, 1),
+            "requests_per_s": round(requests / elapsed, 1), "p50_ms": pct(0.5), "p99_ms": pct(0.99),
+            "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 2) for k in cpu_after},
+            "cpu_us_per_record": round(sum(cpu_after[k] - cpu_before[k] for k in cpu_after)
+                                       / max(acked, 1) * 1e6, 1),
+            "load_avg_1m": os.getloadavg()[0]}
+
+
+async def bench(args, cluster: LocalCluster) -> dict:
+    admin = cluster.client()
+    try:
+        await cluster.wait_registered(admin)
+        await admin.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=3,
+                                 config={"min.insync.replicas": 2})
+        await admin.wait_for_leaders(TOPIC)
+    finally:
+        await admin.close()
+    counter = itertools.count()
+    results = {}
+    modes = [(1, False), (args.batch, False), (1, True), (args.batch, True)]
+    for batch, shared in modes if args.shared_too else modes[:2]:
+        name = f"batch={batch}" + (",shared-client" if shared else "")
+        results[name] = r = await run_mode(cluster, args.producers, args.seconds, batch, counter, shared)
+        print(f"{name:<24} {r['records_per_s']:>9.1f} records/s  {r['requests_per_s']:>8.1f} requests/s  "
+              f"p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  errors {r['errors']}  "
+              f"cpu {r['cpu_us_per_record']} us/record {r['cpu_s']}  load {r['load_avg_1m']:.1f}", flush=True)
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--producers", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--era", default="epoch", choices=["hw", "kip101", "epoch"])
+    parser.add_argument("--shared-too", action="store_true",
+                        help="also run both modes with one Client shared by all producers")
+    parser.add_argument("--profile", type=Path, help="write cProfile output of every process here")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="produce-bench-") as tmp:
+        cluster = LocalCluster(Path(tmp), brokers=3, era=args.era, profile_dir=args.profile)
+        try:
+            cluster.start()
+            results = asyncio.run(bench(args, cluster))
+        finally:
+            cluster.stop()
+    print(json.dumps({"producers": args.producers, "era": args.era, "modes": results}))
+    if args.profile:
+        print(f"profiles in {args.profile}: python -m pstats {args.profile}/n1.prof", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

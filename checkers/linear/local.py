@@ -1,0 +1,71 @@
+"""In-process driver: search every key of a history, one after another.
+
+Also holds what both drivers share: splitting a history into per-key work
+and merging per-key verdicts into one result.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from checkers.linear.calls import Call, calls_by_key
+from checkers.linear.models import Model, parse_model
+from checkers.linear.wgl import DEFAULT_MAX_CONFIGS, check_calls
+
+
+def key_sort(key: Any) -> tuple:
+    """Order keys deterministically even when they mix types (None, int, str)."""
+    return (key is not None, type(key).__name__, key if isinstance(key, (int, float, str)) else repr(key))
+
+
+def split_history(ops: list[dict], model: Model) -> list[tuple[Any, list[Call]]]:
+    """(key, calls) pairs in a stable key order."""
+    by_key = calls_by_key(ops, model)
+    return sorted(by_key.items(), key=lambda item: key_sort(item[0]))
+
+
+def merge_results(per_key: list[tuple[Any, dict]], model_spec: str, engine: str) -> dict:
+    """Per-key verdicts -> one JSON-able result (invalid beats unknown beats valid)."""
+    invalid = [(k, r) for k, r in per_key if r["valid"] is False]
+    unknown = [(k, r) for k, r in per_key if r["valid"] == "unknown"]
+    valid: bool | str = False if invalid else ("unknown" if unknown else True)
+    result: dict[str, Any] = {
+        "valid": valid,
+        "model": model_spec if isinstance(model_spec, str) else model_spec.name,
+        "engine": engine,
+        "keys": len(per_key),
+        "calls": sum(r.get("calls", 0) for _, r in per_key),
+        "configs": sum(r.get("configs", 0) for _, r in per_key),
+    }
+    if invalid:
+        key, first = invalid[0]
+        result["invalid_keys"] = [k for k, _ in invalid]
+        result["counterexample"] = {
+            "key": key,
+            "op": first["op"],
+            "linearized": first["linearized"],
+            "state": first["state"],
+        }
+    if unknown:
+        result["unknown_keys"] = [k for k, _ in unknown]
+        result["reason"] = sorted({r.get("reason", "limit") for _, r in unknown})
+    return result
+
+
+def check_ops(
+    ops: list[dict],
+    model: str | Model,
+    time_limit: float | None = None,
+    max_configs: int = DEFAULT_MAX_CONFIGS,
+) -> dict:
+    """Check a history in this process; ``time_limit`` (s) covers all keys."""
+    spec = parse_model(model)
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    started = time.monotonic()
+    per_key = [
+        (key, check_calls(spec.fresh(), calls, deadline=deadline, max_configs=max_configs))
+        for key, calls in split_history(ops, spec)
+    ]
+    result = merge_results(per_key, model, "local")
+    result["seconds"] = round(time.monotonic() - started, 3)
+    return result

@@ -1,0 +1,150 @@
+"""The Wing-Gong linearizability search with Lowe's cache, for one key.
+
+Calls become call/return entries in a doubly linked list ordered by history
+position; indefinite calls (``info`` or never completed) return "at
+infinity", after every definite return.  The search repeatedly tries the
+call entries that precede the first return entry: it applies one to the
+model, lifts it out of the list, and starts again from the head; when it
+reaches a return entry whose call is still unlinearized it backtracks.  It
+succeeds when every definite call is linearized (indefinite calls may or may
+not have taken effect).  Lowe's improvement: a (linearized set, state) pair
+already explored is never explored again; the set is a bitset in a Python
+int.  A deadline and a cap on cached configurations turn a search that is
+too large into an ``unknown`` verdict instead of a hang.
+
+The counterexample is taken at the furthest point of the history the
+search reached: the call whose completion it could not get past (no order
+of the calls before it lets this one take effect in time), and the longest
+partial linearization that got there.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from checkers.linear.calls import Call
+from checkers.linear.models import INCONSISTENT, Model
+
+DEFAULT_MAX_CONFIGS = 2_000_000
+_CHECK_EVERY = 1024
+
+
+def _op_summary(call: Call) -> dict:
+    op = call.complete if call.complete is not None else call.invoke
+    out = {k: op[k] for k in ("index", "process", "type", "f", "value") if k in op}
+    if call.complete is None or call.complete_pos is None:
+        out["type"] = "info" if call.complete is not None else "invoke"
+    return out
+
+
+def check_calls(
+    model: Model,
+    calls: list[Call],
+    deadline: float | None = None,
+    max_configs: int = DEFAULT_MAX_CONFIGS,
+) -> dict:
+    """Search one key's calls.  Returns ``{"valid": True|False|"unknown", ...}``.
+
+    ``deadline`` is a ``time.monotonic()`` value.  Invalid results carry
+    ``op`` (the call that cannot be linearized), ``linearized`` (the longest
+    partial linearization, in order) and ``state`` (the model state after it).
+    """
+    n = len(calls)
+    if n == 0:
+        return {"valid": True, "calls": 0, "configs": 0}
+    # Entries: 0 is the head; call i has entry 2i+1 (call) and 2i+2 (return).
+    events = []
+    infinity = float("inf")
+    for i, c in enumerate(calls):
+        events.append((c.invoke_pos, 0, 2 * i + 1))
+        end = c.complete_pos if c.complete_pos is not None else infinity
+        events.append((end, 1, 2 * i + 2))
+    events.sort()
+    size = 2 * n + 1
+    nxt = [-1] * size
+    prv = [-1] * size
+    last = 0
+    for _, _, entry in events:
+        nxt[last] = entry
+        prv[entry] = last
+        last = entry
+    nxt[last] = -1
+
+    fs = [c.f for c in calls]
+    values = [c.value for c in calls]
+    indefinite = [c.complete_pos is None for c in calls]
+    step = model.step
+    bad = INCONSISTENT
+
+    state = model.initial()
+    linearized = 0
+    stack: list[tuple[int, Any]] = []  # (call entry, state before it)
+    cache = {(0, state)}
+    best_reach = (-1, -1)
+    best: tuple[list[int], int, Any] | None = None
+    steps = 0
+    entry = nxt[0]
+    while entry != -1:
+        steps += 1
+        if steps % _CHECK_EVERY == 0:
+            if deadline is not None and time.monotonic() > deadline:
+                return {"valid": "unknown", "reason": "time-limit", "calls": n, "configs": len(cache)}
+            if len(cache) > max_configs:
+                return {"valid": "unknown", "reason": "state-limit", "calls": n, "configs": len(cache)}
+        i = (entry - 1) >> 1
+        if entry & 1:  # a call entry
+            new_state = step(state, fs[i], values[i])
+            if new_state is not bad:
+                new_lin = linearized | (1 << i)
+                config = (new_lin, new_state)
+                if config not in cache:
+                    cache.add(config)
+                    stack.append((entry, state))
+                    state, linearized = new_state, new_lin
+                    # lift the call and its return out of the list
+                    ret = entry + 1
+                    p, q = prv[entry], nxt[entry]
+                    nxt[p] = q
+                    if q != -1:
+                        prv[q] = p
+                    p, q = prv[ret], nxt[ret]
+                    nxt[p] = q
+                    if q != -1:
+                        prv[q] = p
+                    entry = nxt[0]
+                    continue
+            entry = nxt[entry]
+        else:  # a return entry of a call not yet linearized
+            if indefinite[i]:
+                return {"valid": True, "calls": n, "configs": len(cache)}
+            reach = (calls[i].complete_pos, len(stack))
+            if reach > best_reach:
+                best_reach = reach
+                best = ([(e - 1) >> 1 for e, _ in stack], i, state)
+            if not stack:
+                break
+            entry, state = stack.pop()
+            j = (entry - 1) >> 1
+            linearized &= ~(1 << j)
+            # unlift, in reverse order of lifting
+            ret = entry + 1
+            p, q = prv[ret], nxt[ret]
+            nxt[p] = ret
+            if q != -1:
+                prv[q] = ret
+            p, q = prv[entry], nxt[entry]
+            nxt[p] = entry
+            if q != -1:
+                prv[q] = entry
+            entry = nxt[entry]
+    if entry == -1:
+        return {"valid": True, "calls": n, "configs": len(cache)}
+    order, failed, final_state = best
+    return {
+        "valid": False,
+        "calls": n,
+        "configs": len(cache),
+        "op": _op_summary(calls[failed]),
+        "linearized": [_op_summary(calls[k]) for k in order],
+        "state": model.describe(final_state),
+    }

@@ -1,0 +1,259 @@
+"""Per-key log anomalies of a Kafka-style history, after Jepsen's Kafka checker.
+
+The in-process kernel: plain Python over the flat tables of `checkers.flatten`.
+`checkers.spark_log` computes exactly the same results with DataFrame jobs;
+a test holds the two to identical output.
+
+Vocabulary. A *key* is a partition. An *observation* of a key is an
+(offset, value) pair seen either in the acknowledgement of an ok send or in an
+ok poll. The *known offsets* of a key are the distinct offsets of its
+observations; the *rank* of an offset is its position among them (Jepsen's
+dense "index" in the version order: gaps in offsets that nobody observed do
+not count as skips). A value is *read* if some ok poll returned it for that
+key. `max_read_offset` of a key is the highest offset any ok poll returned.
+Values are unique per test (the workload sends each once), so a value names
+its send.
+
+Anomalies (each counted per finding; examples are the first 20 in the order
+given, identical in both engines):
+
+- inconsistent-offsets: observations of one (key, offset) carry two or more
+  different values. Jepsen: version-order errors; same, but we only use ok
+  polls (our failed/info polls return no data). Per (key, offset); order key,
+  offset.
+- duplicate: one value of a key observed at two or more offsets. Jepsen:
+  duplicate-cases. Per (key, value); order key, value text.
+- aborted-read: an ok poll read a value whose send definitely failed
+  (type fail). Jepsen: G1a. Per (key, value); order key, value text.
+- lost-write: an ok send (offset o) whose value was never read although some
+  poll read offset >= o of that key. Jepsen computes the bound from the first
+  offset of each read value; we use the highest offset read, which differs
+  only when values are duplicated (reported separately as duplicate).
+  `info` sends are never lost: they may not have happened. Per send; order
+  key, offset, value.
+- unseen: an ok send whose value was never read and whose offset is above
+  every offset read on that key (or the key was never read). Jepsen reports
+  the final unseen count; final-phase polls read every key to its end, so any
+  unseen send is an error. Per send; order key, offset, value.
+- nonmonotonic-poll / poll-skip: within one consumer session (one process,
+  between consumer resets, see `checkers.flatten`), the consecutive pairs of
+  offsets read for a key, in history order and then position within a poll.
+  delta = rank(second) - rank(first); delta < 1 (backwards or the same offset
+  again) is nonmonotonic-poll, delta > 1 (it jumped over a known offset) is
+  poll-skip. Jepsen splits pairs inside one poll (int-*) from pairs across
+  polls; we report both under one name since our polls stream one key per
+  consumer. Per pair; order key, second index, second pos, session.
+- nonmonotonic-send: one process's consecutive ok sends to a key got
+  non-increasing offsets. Jepsen compares ranks, which order like offsets.
+  Info sends (no offset) are skipped rather than compared. Per pair; order
+  key, second completion index.
+- realtime-order: an ok send B whose offset is lower than that of an ok send A
+  to the same key that completed before B was invoked (history index order).
+  Jepsen finds these as G0-realtime cycles with Elle; this is the direct
+  per-key form. Per send B; the example names the A with the highest offset
+  (ties: the later completion). Order key, B's invoke index.
+
+valid: False if any count is positive; "unknown" if the history has no ok send
+and no read (nothing was checked); True otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from checkers.flatten import decode_value, flatten
+
+ANOMALIES = (
+    "lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonmonotonic-poll",
+    "poll-skip", "nonmonotonic-send", "aborted-read", "realtime-order",
+)
+MAX_EXAMPLES = 20
+MAX_OPS = 10  # history indices listed per example
+
+
+def check(ops: Iterable[dict]) -> dict:
+    """Check a history (list of op dicts as in history.jsonl)."""
+    sends, reads, _stats = flatten(ops)
+    return check_flat(sends, reads)
+
+
+def check_flat(sends: list[tuple], reads: list[tuple]) -> dict:
+    """Check flat send and read rows (columns as in checkers.flatten)."""
+    findings = {
+        "inconsistent-offsets": _inconsistent_offsets(sends, reads),
+        "duplicate": _duplicates(sends, reads),
+        "aborted-read": _aborted_reads(sends, reads),
+        "nonmonotonic-send": _nonmonotonic_sends(sends),
+        "realtime-order": _realtime_order(sends),
+    }
+    findings.update(_lost_and_unseen(sends, reads))
+    findings.update(_poll_order(sends, reads))
+    return summarize(findings, checked=bool(reads) or any(s[3] == "ok" and s[2] is not None for s in sends))
+
+
+def summarize(findings: dict[str, tuple[int, list]], checked: bool) -> dict:
+    """{type: (count, sorted examples)} -> the checker result dict."""
+    counts = {name: findings[name][0] for name in ANOMALIES}
+    examples = {name: findings[name][1][:MAX_EXAMPLES] for name in ANOMALIES if counts[name]}
+    if any(counts.values()):
+        valid = False
+    else:
+        valid = True if checked else "unknown"
+    return {"valid": valid, "counts": counts, "examples": examples}
+
+
+def _observations(sends, reads):
+    """(key, offset, value, op index) of ok acknowledgements and reads."""
+    for key, value, offset, kind, _p, _inv, done in sends:
+        if kind == "ok" and offset is not None:
+            yield key, offset, value, done
+    for key, offset, value, _p, index, _pos, _s in reads:
+        yield key, offset, value, index
+
+
+def _inconsistent_offsets(sends, reads):
+    by_offset = defaultdict(lambda: (set(), set()))
+    for key, offset, value, index in _observations(sends, reads):
+        values, ops = by_offset[(key, offset)]
+        values.add(value)
+        ops.add(index)
+    found = sorted(
+        (key, offset, values, ops) for (key, offset), (values, ops) in by_offset.items()
+        if len(values) > 1)
+    return len(found), [
+        {"key": key, "offset": offset, "values": [decode_value(v) for v in sorted(values)],
+         "ops": sorted(ops)[:MAX_OPS]}
+        for key, offset, values, ops in found[:MAX_EXAMPLES]]
+
+
+def _duplicates(sends, reads):
+    by_value = defaultdict(lambda: (set(), set()))
+    for key, offset, value, index in _observations(sends, reads):
+        offsets, ops = by_value[(key, value)]
+        offsets.add(offset)
+        ops.add(index)
+    found = sorted(
+        (key, value, offsets, ops) for (key, value), (offsets, ops) in by_value.items()
+        if len(offsets) > 1)
+    return len(found), [
+        {"key": key, "value": decode_value(value), "offsets": sorted(offsets),
+         "ops": sorted(ops)[:MAX_OPS]}
+        for key, value, offsets, ops in found[:MAX_EXAMPLES]]
+
+
+def _aborted_reads(sends, reads):
+    failed = {(s[0], s[1]): s[6] for s in sends if s[3] == "fail"}
+    hits = defaultdict(lambda: (set(), set()))
+    for key, offset, value, _p, index, _pos, _s in reads:
+        if (key, value) in failed:
+            offsets, ops = hits[(key, value)]
+            offsets.add(offset)
+            ops.add(index)
+    found = sorted(hits.items())
+    return len(found), [
+        {"key": key, "value": decode_value(value), "offsets": sorted(offsets),
+         "ops": [failed[(key, value)]] + sorted(ops)[:MAX_OPS - 1]}
+        for (key, value), (offsets, ops) in found[:MAX_EXAMPLES]]
+
+
+def _lost_and_unseen(sends, reads):
+    read_values = {(r[0], r[2]) for r in reads}
+    max_read: dict[int, tuple[int, int]] = {}  # key -> (max offset, first poll index reading it)
+    for key, offset, _v, _p, index, _pos, _s in reads:
+        best = max_read.get(key)
+        if best is None or offset > best[0] or (offset == best[0] and index < best[1]):
+            max_read[key] = (offset, index)
+    lost, unseen = [], []
+    for key, value, offset, kind, _p, _inv, done in sends:
+        if kind != "ok" or offset is None or (key, value) in read_values:
+            continue
+        bound = max_read.get(key)
+        if bound is not None and offset <= bound[0]:
+            lost.append((key, offset, value, bound, done))
+        else:
+            unseen.append((key, offset, value, bound, done))
+    lost.sort()
+    unseen.sort(key=lambda row: row[:3])
+    return {
+        "lost-write": (len(lost), [
+            {"key": k, "value": decode_value(v), "offset": o, "max_read_offset": b[0],
+             "ops": [done, b[1]]}
+            for k, o, v, b, done in lost[:MAX_EXAMPLES]]),
+        "unseen": (len(unseen), [
+            {"key": k, "value": decode_value(v), "offset": o,
+             "max_read_offset": b[0] if b else None, "ops": [done]}
+            for k, o, v, b, done in unseen[:MAX_EXAMPLES]]),
+    }
+
+
+def _known_ranks(sends, reads) -> dict[int, dict[int, int]]:
+    offsets = defaultdict(set)
+    for key, offset, _v, _i in _observations(sends, reads):
+        offsets[key].add(offset)
+    return {key: {o: rank for rank, o in enumerate(sorted(os))} for key, os in offsets.items()}
+
+
+def _poll_order(sends, reads):
+    ranks = _known_ranks(sends, reads)
+    streams = defaultdict(list)
+    for key, offset, _v, process, index, pos, session in reads:
+        streams[(key, session)].append((index, pos, offset, process))
+    skips, backwards = [], []
+    for (key, session), stream in streams.items():
+        stream.sort()
+        rank = ranks[key]
+        for (i1, _p1, o1, _), (i2, p2, o2, process) in zip(stream, stream[1:]):
+            delta = rank[o2] - rank[o1]
+            if delta == 1:
+                continue
+            row = ((key, i2, p2, session),
+                   {"key": key, "process": process, "offsets": [o1, o2], "delta": delta,
+                    "ops": [i1, i2]})
+            (skips if delta > 1 else backwards).append(row)
+    skips.sort(key=lambda r: r[0])
+    backwards.sort(key=lambda r: r[0])
+    return {
+        "poll-skip": (len(skips), [r[1] for r in skips[:MAX_EXAMPLES]]),
+        "nonmonotonic-poll": (len(backwards), [r[1] for r in backwards[:MAX_EXAMPLES]]),
+    }
+
+
+def _nonmonotonic_sends(sends):
+    streams = defaultdict(list)
+    for key, value, offset, kind, process, _inv, done in sends:
+        if kind == "ok" and offset is not None:
+            streams[(key, process)].append((done, offset, value))
+    found = []
+    for (key, process), stream in streams.items():
+        stream.sort()
+        for (c1, o1, v1), (c2, o2, v2) in zip(stream, stream[1:]):
+            if o2 <= o1:
+                found.append(((key, c2), {
+                    "key": key, "process": process, "offsets": [o1, o2],
+                    "values": [decode_value(v1), decode_value(v2)], "ops": [c1, c2]}))
+    found.sort(key=lambda r: r[0])
+    return len(found), [r[1] for r in found[:MAX_EXAMPLES]]
+
+
+def _realtime_order(sends):
+    """Sweep each key's events in index order, keeping the highest offset acknowledged so far."""
+    events = defaultdict(list)
+    for key, value, offset, kind, _p, invoke, done in sends:
+        if kind == "ok" and offset is not None:
+            events[key].append((done, 1, offset, value))    # completion: raises the bar
+            events[key].append((invoke, 0, offset, value))  # invocation: must clear it
+    found = []
+    for key, stream in events.items():
+        stream.sort()
+        best = None  # (offset, completion index) of the highest acknowledged offset
+        for index, is_completion, offset, value in stream:
+            if is_completion:
+                if best is None or (offset, index) > best:
+                    best = (offset, index)
+            elif best is not None and best[0] > offset:
+                found.append(((key, index), {
+                    "key": key, "value": decode_value(value), "offset": offset,
+                    "earlier_offset": best[0], "ops": [best[1], index]}))
+    found.sort(key=lambda r: r[0])
+    return len(found), [r[1] for r in found[:MAX_EXAMPLES]]

@@ -1,0 +1,111 @@
+"""Histories and replica dumps -> Parquet (pyarrow), the input of the Spark drivers.
+
+Why Parquet: the Spark drivers must not parse JSON lines in the JVM or ship
+Python objects through the driver; columnar files let `local[2]` scan tens of
+millions of rows and let a campaign (many store dirs) be checked in one job.
+Every table carries a `run` column naming its store dir, so files of many
+runs can simply be read together.
+
+Layout of one run's Parquet dir (by default `<store>/parquet/`):
+`sends.parquet`, `reads.parquet`, `records.parquet`, `replicas.parquet`,
+columns as in `checkers.flatten` plus `run` first. Writers are chunked: rows
+go out in row groups of CHUNK_ROWS, so memory stays flat for any history size.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from checkers.flatten import Flattener, dump_rows, history_stats
+
+CHUNK_ROWS = 500_000
+TABLES = ("sends", "reads", "records", "replicas")
+
+SCHEMAS = {
+    "sends": pa.schema([("run", pa.string()), ("key", pa.int64()), ("value", pa.string()),
+                        ("offset", pa.int64()), ("type", pa.string()), ("process", pa.string()),
+                        ("invoke_index", pa.int64()), ("complete_index", pa.int64())]),
+    "reads": pa.schema([("run", pa.string()), ("key", pa.int64()), ("offset", pa.int64()),
+                        ("value", pa.string()), ("process", pa.string()), ("index", pa.int64()),
+                        ("pos", pa.int32()), ("session", pa.int64())]),
+    "records": pa.schema([("run", pa.string()), ("node", pa.string()), ("key", pa.int64()),
+                          ("offset", pa.int64()), ("epoch", pa.int64()), ("value", pa.string())]),
+    "replicas": pa.schema([("run", pa.string()), ("node", pa.string()), ("key", pa.int64()),
+                           ("hw", pa.int64()), ("leo", pa.int64()), ("log_start", pa.int64())]),
+}
+
+
+class TableWriter:
+    """Buffers row tuples (without `run`) and writes them as row groups of one file."""
+
+    def __init__(self, path: str, table: str, run: str, chunk_rows: int = CHUNK_ROWS) -> None:
+        self.schema = SCHEMAS[table]
+        self.run = run
+        self.chunk_rows = chunk_rows
+        self.buffer: list[tuple] = []
+        self.writer = pq.ParquetWriter(path, self.schema, compression="snappy")
+
+    def add(self, rows: Iterable[tuple]) -> None:
+        self.buffer.extend(rows)
+        if len(self.buffer) >= self.chunk_rows:
+            self.flush()
+
+    def add_columns(self, columns: dict) -> None:
+        """Write a ready chunk given as column arrays (the bench generator's fast path)."""
+        self.flush()
+        n = len(next(iter(columns.values())))
+        arrays = [pa.array([self.run] * n, pa.string()) if f.name == "run"
+                  else pa.array(columns[f.name], f.type) for f in self.schema]
+        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        names = self.schema.names[1:]
+        columns = list(zip(*self.buffer))
+        arrays = [pa.array([self.run] * len(self.buffer), pa.string())]
+        arrays += [pa.array(col, self.schema.field(name).type) for name, col in zip(names, columns)]
+        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        self.buffer.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def open_writers(out_dir: str, run: str, tables=TABLES) -> dict[str, TableWriter]:
+    os.makedirs(out_dir, exist_ok=True)
+    return {t: TableWriter(os.path.join(out_dir, f"{t}.parquet"), t, run) for t in tables}
+
+
+def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict]) -> dict:
+    """Stream a history (any iterable of ops) and dumps into one run's Parquet dir.
+
+    Returns the history stats (op counts by type).
+    """
+    writers = open_writers(out_dir, run)
+    flattener = Flattener()
+    try:
+        for op in ops:
+            sends, reads = flattener.feed(op)
+            if sends:
+                writers["sends"].add(sends)
+            if reads:
+                writers["reads"].add(reads)
+        writers["sends"].add(flattener.finish())
+        for node in sorted(dumps):
+            records, replicas = dump_rows(node, dumps[node])
+            writers["records"].add(records)
+            writers["replicas"].add(replicas)
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return history_stats(flattener.stats)
+
+
+def table_paths(run_dirs: Iterable[str], table: str) -> list[str]:
+    return [os.path.join(d, f"{table}.parquet") for d in run_dirs]

@@ -1,0 +1,139 @@
+"""Replica-log diff: compare every replica's final log per (key, offset).
+
+The history shows what clients saw; the dumps show what the replicas hold.
+This checker catches what clients could not see: replicas that disagree
+about committed data, holes in committed ranges, and acknowledged writes that
+no replica kept. In-process kernel over the flat rows of `checkers.flatten`;
+`checkers.spark_diff` computes identical results with DataFrame jobs.
+
+Per replica r of key k: hw(r), log_start(r), and its records (offset, epoch,
+value). A record at offset o is *committed on r* when o < hw(r): r has told
+clients (or would tell them) that o is durable. The key's committed range is
+[min log_start over its replicas, max hw over its replicas): the leader's HW
+is the highest (followers' HW = min(own LEO, leader HW)), and offsets below
+every replica's log start were removed by retention or tiering, not lost.
+
+- divergence: at (k, o), the replicas on which o is committed hold two or more
+  different (epoch, value) records. Equivalently: two replicas disagree at an
+  offset below the minimum of their two HWs. A follower's uncommitted tail
+  above its own HW may legitimately differ (it will be truncated) and is not
+  reported. Per (key, offset); example lists [node, epoch, value] of the
+  committed holders (by node) and the history ops that sent those values.
+  Order key, offset.
+- missing-committed: an offset in the key's committed range that no replica
+  holds. Counted per offset; examples are maximal ranges
+  {key, first_offset, last_offset}, ordered by key, first_offset.
+- lost-acknowledged: an ok send (offset o) of key k whose value no replica of
+  k holds at any offset, where o >= min log_start of k (earlier data may have
+  been removed by retention). Keys without any dumped replica are skipped.
+  Per send; order key, offset, value.
+
+valid: False on any divergence; with every dump present, also on any
+missing-committed or lost-acknowledged; "unknown" when no dump exists, or
+when some are missing and only the latter two (which a missing replica could
+explain) were found; True otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from checkers.flatten import decode_value, flatten, flatten_dumps
+
+ANOMALIES = ("divergence", "missing-committed", "lost-acknowledged")
+MAX_EXAMPLES = 20
+MAX_OPS = 10
+
+
+def check(dumps: dict[str, dict], ops: Iterable[dict], missing_nodes: Iterable[str] = ()) -> dict:
+    """dumps: node -> Dump response (nodes/<node>/dump.json); ops: the history."""
+    sends, _reads, _stats = flatten(ops)
+    records, replicas = flatten_dumps(dumps)
+    return check_flat(records, replicas, sends, complete=not list(missing_nodes))
+
+
+def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
+               complete: bool = True) -> dict:
+    findings = {
+        "divergence": _divergence(records, replicas, sends),
+        "missing-committed": _missing_committed(records, replicas),
+        "lost-acknowledged": _lost_acknowledged(records, replicas, sends),
+    }
+    return summarize(findings, has_dumps=bool(replicas), complete=complete)
+
+
+def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: bool) -> dict:
+    counts = {name: findings[name][0] for name in ANOMALIES}
+    examples = {name: findings[name][1][:MAX_EXAMPLES] for name in ANOMALIES if counts[name]}
+    if counts["divergence"]:
+        valid = False
+    elif not has_dumps:
+        valid = "unknown"
+    elif counts["missing-committed"] or counts["lost-acknowledged"]:
+        valid = False if complete else "unknown"
+    else:
+        valid = True
+    result = {"valid": valid, "counts": counts, "examples": examples}
+    if not complete:
+        result["note"] = "some replica dumps are missing"
+    return result
+
+
+def _divergence(records, replicas, sends):
+    hw = {(node, key): h for node, key, h, _leo, _ls in replicas}
+    committed = defaultdict(list)  # (key, offset) -> [(node, epoch, value)]
+    for node, key, offset, epoch, value in records:
+        if offset < hw.get((node, key), 0):
+            committed[(key, offset)].append((node, epoch, value))
+    found = sorted(
+        (key_offset, sorted(holders)) for key_offset, holders in committed.items()
+        if len({(epoch, value) for _n, epoch, value in holders}) > 1)
+    writers = defaultdict(list)
+    wanted = {(k, v) for (k, _o), holders in found[:MAX_EXAMPLES] for _n, _e, v in holders}
+    for key, value, _o, _kind, _p, _inv, done in sends:
+        if (key, value) in wanted and done is not None:
+            writers[(key, value)].append(done)
+    examples = []
+    for (key, offset), holders in found[:MAX_EXAMPLES]:
+        ops = sorted({i for _n, _e, v in holders for i in writers[(key, v)]})
+        examples.append({"key": key, "offset": offset,
+                         "replicas": [[n, e, decode_value(v)] for n, e, v in holders],
+                         "ops": ops[:MAX_OPS]})
+    return len(found), examples
+
+
+def _committed_ranges(replicas) -> dict[int, tuple[int, int]]:
+    """key -> (min log_start, max hw)."""
+    ranges: dict[int, tuple[int, int]] = {}
+    for _node, key, hw, _leo, log_start in replicas:
+        low, high = ranges.get(key, (log_start, hw))
+        ranges[key] = (min(low, log_start), max(high, hw))
+    return ranges
+
+
+def _missing_committed(records, replicas):
+    held = defaultdict(set)
+    for _node, key, offset, _e, _v in records:
+        held[key].add(offset)
+    gaps = []
+    for key, (low, high) in sorted(_committed_ranges(replicas).items()):
+        expected = low
+        for offset in sorted(o for o in held[key] if low <= o < high) + [high]:
+            if offset > expected:
+                gaps.append((key, expected, offset - 1))
+            expected = offset + 1
+    count = sum(last - first + 1 for _k, first, last in gaps)
+    return count, [{"key": k, "first_offset": first, "last_offset": last, "ops": []}
+                   for k, first, last in gaps[:MAX_EXAMPLES]]
+
+
+def _lost_acknowledged(records, replicas, sends):
+    held = {(key, value) for _node, key, _o, _e, value in records}
+    ranges = _committed_ranges(replicas)
+    lost = sorted(
+        (key, offset, value, done) for key, value, offset, kind, _p, _inv, done in sends
+        if kind == "ok" and offset is not None and key in ranges
+        and offset >= ranges[key][0] and (key, value) not in held)
+    return len(lost), [{"key": k, "value": decode_value(v), "offset": o, "ops": [done]}
+                       for k, o, v, done in lost[:MAX_EXAMPLES]]

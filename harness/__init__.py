@@ -1,0 +1,1 @@
+"""Jepsen-style fault-injection harness for Kafka-style replicated logs."""

@@ -1,0 +1,165 @@
+"""Run records: what a run created, written *before* it is created.
+
+A run that crashes (or is SIGKILLed) leaves namespaces, links, host iptables
+rules, processes and scratch directories behind. Each live run keeps a JSON
+record under RUN_DIR; `harness cleanup` reads the records of dead runs and
+removes what they list, in an order that always works (processes first, then
+namespaces, links, rules, files).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+RUN_DIR = Path(os.environ.get("HARNESS_RUN_DIR", "/run/harness"))
+
+
+def _proc_start_time(pid: int) -> int | None:
+    """Start time of a process in clock ticks (guards against pid reuse)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def pid_alive(pid: int, start_time: int | None) -> bool:
+    """True if the process exists and is the one we recorded."""
+    now = _proc_start_time(pid)
+    return now is not None and (start_time is None or now == start_time)
+
+
+class RunRecord:
+    """The record file of one run; every mutation is written out at once."""
+
+    def __init__(self, run_id: str, store: str | None = None, run_dir: Path | None = None):
+        self.run_dir = Path(run_dir or RUN_DIR)
+        self.path = self.run_dir / f"{run_id}.json"
+        self._lock = threading.Lock()
+        self.data = {
+            "run_id": run_id,
+            "pid": os.getpid(),
+            "pid_start": _proc_start_time(os.getpid()),
+            "store": store,
+            "resources": [],
+        }
+
+    @classmethod
+    def load(cls, path: Path) -> "RunRecord":
+        rec = cls.__new__(cls)
+        rec.run_dir, rec.path, rec._lock = path.parent, path, threading.Lock()
+        rec.data = json.loads(path.read_text())
+        return rec
+
+    @property
+    def run_id(self) -> str:
+        return self.data["run_id"]
+
+    def owner_alive(self) -> bool:
+        return pid_alive(self.data["pid"], self.data.get("pid_start"))
+
+    def add(self, kind: str, **fields) -> None:
+        """Record a resource before creating it."""
+        with self._lock:
+            self.data["resources"].append({"kind": kind, **fields})
+            self._write()
+
+    def add_pid(self, pid: int, netns: str | None = None) -> None:
+        self.add("pid", pid=pid, start=_proc_start_time(pid), netns=netns)
+
+    def _write(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        os.replace(tmp, self.path)
+
+    def save(self) -> None:
+        with self._lock:
+            self._write()
+
+    def remove_file(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _quiet(argv: list[str]) -> int:
+    return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+
+
+def netns_pids(ns: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()] if out.returncode == 0 else []
+
+
+def release(record: RunRecord) -> list[str]:
+    """Remove everything the record lists; return what was removed. Idempotent."""
+    res = record.data["resources"]
+    done: list[str] = []
+    # 1. Processes: recorded daemons, then anything still inside our namespaces.
+    for r in res:
+        if r["kind"] == "pid" and pid_alive(r["pid"], r.get("start")):
+            try:
+                os.kill(r["pid"], signal.SIGKILL)
+                done.append(f"process {r['pid']}")
+            except ProcessLookupError:
+                pass
+    namespaces = [r["name"] for r in res if r["kind"] == "netns"]
+    for ns in namespaces:
+        for pid in netns_pids(ns):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                done.append(f"process {pid} in {ns}")
+            except ProcessLookupError:
+                pass
+    # 2. Host iptables rules (rules inside a namespace die with it).
+    for r in reversed(res):
+        if r["kind"] == "host-iptables":
+            while _quiet(["iptables", "-D", *r["rule"]]) == 0:
+                done.append("iptables " + " ".join(r["rule"]))
+    # 3. Namespaces (their iptables rules and veth ends go with them), links.
+    for ns in namespaces:
+        if Path(f"/run/netns/{ns}").exists():
+            for _ in range(20):  # processes may take a moment to die
+                if _quiet(["ip", "netns", "del", ns]) == 0 or not Path(f"/run/netns/{ns}").exists():
+                    break
+                time.sleep(0.1)
+            done.append(f"netns {ns}")
+    for r in reversed(res):
+        if r["kind"] == "link" and _quiet(["ip", "link", "show", r["name"]]) == 0:
+            _quiet(["ip", "link", "del", r["name"]])
+            done.append(f"link {r['name']}")
+    # 4. Scratch directories.
+    for r in res:
+        if r["kind"] == "dir" and os.path.isdir(r["path"]):
+            shutil.rmtree(r["path"], ignore_errors=True)
+            done.append(f"dir {r['path']}")
+    return done
+
+
+def records(run_dir: Path | None = None) -> list[RunRecord]:
+    d = Path(run_dir or RUN_DIR)
+    out = []
+    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+        try:
+            out.append(RunRecord.load(p))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def cleanup(run_id: str | None = None, include_live: bool = False, run_dir: Path | None = None) -> list[str]:
+    """Release the resources of crashed runs (or one run, or all with include_live)."""
+    removed: list[str] = []
+    for rec in records(run_dir):
+        if run_id is not None and rec.run_id != run_id:
+            continue
+        if rec.owner_alive() and not include_live and run_id is None:
+            continue
+        removed += release(rec)
+        rec.remove_file()
+    return removed

@@ -1,0 +1,176 @@
+"""The `harness` command line (typer). Thin: each command calls one function.
+Errors are one line on stderr and exit code 2."""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Jepsen-style fault-injection harness for Kafka-style replicated logs.")
+
+
+def fail(msg: str, code: int = 2) -> None:
+    typer.echo(f"harness: error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def _entry(module: str, name: str):
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        fail(f"{module}.{name} is not available yet ({e})")
+
+
+@app.command()
+def run(
+    spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML spec file; flags override it"),
+    era: Optional[str] = typer.Option(None, help="hw | kip101 | epoch (default epoch)"),
+    nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
+    nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
+    time_limit: Optional[float] = typer.Option(None, help="workload seconds (default 60)"),
+    seed: Optional[int] = typer.Option(None, help="seed of the fault schedule and the workload"),
+    nodes: Optional[int] = typer.Option(None, help="broker hosts, 1..5 (default 3)"),
+    keys: Optional[int] = typer.Option(None, help="partitions = history keys (default 3)"),
+    concurrency: Optional[int] = typer.Option(None, help="client processes (default 10)"),
+    rate: Optional[float] = typer.Option(None, help="target ops/s over all clients (default 100)"),
+    acks: Optional[str] = typer.Option(None, help="0 | 1 | all (default all)"),
+    backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)"),
+    subnet: Optional[str] = typer.Option(None, help="netns subnet (default 10.210.0.0/24)"),
+    name: Optional[str] = typer.Option(None, help="test name (default log-<era>)"),
+    store_root: Optional[str] = typer.Option(None, "--store", help="store root directory (default ./store)"),
+    set_: List[str] = typer.Option([], "--set", help="replica setting key=value (Kafka names), repeatable"),
+    no_check: bool = typer.Option(False, "--no-check", help="skip the checkers (exit 2)"),
+):
+    """Create a cluster, run the workload under faults, check the history."""
+    from harness.runner import Run, RunError
+    from harness.spec import SpecError, build_spec, parse_settings
+    from harness.store import StoreError
+
+    try:
+        settings = parse_settings(set_) if set_ else None
+        spec = build_spec(str(spec_file) if spec_file else None, era=era, nemesis=nemesis,
+                          nemesis_interval=nemesis_interval, time_limit=time_limit, seed=seed, nodes=nodes,
+                          keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
+                          subnet=subnet, name=name, store_root=store_root,
+                          check=False if no_check else None)
+        if settings:
+            spec.settings.update(settings)
+        r = Run(spec)
+        code = r.execute()
+    except (SpecError, RunError, StoreError) as e:
+        fail(str(e))
+    if r.store is not None:
+        typer.echo(str(r.store))
+    raise typer.Exit(code)
+
+
+@app.command()
+def check(
+    store: Path = typer.Argument(..., help="a run directory, e.g. store/latest"),
+    engine: str = typer.Option("local", help="local | spark"),
+    master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
+):
+    """Re-check a store (also a partial one): writes results.json."""
+    from harness import verdict
+    from harness.store import StoreError, validate_store
+
+    try:
+        path = validate_store(store)
+    except StoreError as e:
+        fail(str(e))
+    if engine not in ("local", "spark"):
+        fail(f"--engine {engine!r}: use local or spark")
+    try:
+        results = verdict.check_store(path, engine=engine, master=master)
+    except Exception as e:
+        fail(f"checking {path} failed: {type(e).__name__}: {e}")
+    typer.echo(verdict.summary(results))
+    raise typer.Exit(verdict.exit_code(results))
+
+
+@app.command()
+def cleanup(
+    run_id: Optional[str] = typer.Option(None, "--run", help="only this run id"),
+    all_: bool = typer.Option(False, "--all", help="also runs whose harness is still alive"),
+):
+    """Remove what crashed runs left behind (namespaces, links, rules, processes)."""
+    from harness import cleanup as c
+
+    removed = c.cleanup(run_id=run_id, include_live=all_)
+    try:  # the docker backend labels its containers and networks instead
+        from harness.cluster.docker import cleanup_docker
+    except ImportError:
+        cleanup_docker = None
+    if cleanup_docker is not None:
+        removed += cleanup_docker(run_id=run_id, include_live=all_)
+    for item in removed:
+        typer.echo(f"removed {item}")
+    typer.echo(f"cleanup: {len(removed)} resources removed")
+
+
+@app.command("check-history")
+def check_history(
+    file: Path = typer.Argument(..., help="history.jsonl or history.edn"),
+    model: str = typer.Option(..., "--model", help="cas-register | kv | log"),
+    engine: str = typer.Option("local", help="local | spark"),
+    master: Optional[str] = typer.Option(None),
+    time_limit: Optional[float] = typer.Option(None, help="seconds before giving up (unknown)"),
+):
+    """Linearizability check of one history file."""
+    from harness import verdict
+
+    if not file.is_file():
+        fail(f"{file}: no such file; pass a history.jsonl or history.edn")
+    check_file = _entry("checkers.linear", "check_file")
+    try:
+        res = check_file(str(file), model, engine=engine, master=master, time_limit=time_limit)
+    except ValueError as e:
+        fail(str(e))
+    typer.echo(json.dumps(res, default=str)[:2000])
+    raise typer.Exit(verdict.exit_code(res))
+
+
+@app.command()
+def report(store: Path = typer.Argument(..., help="a run directory")):
+    """Build report.html for a store."""
+    from harness.store import StoreError, validate_store
+
+    try:
+        path = validate_store(store)
+    except StoreError as e:
+        fail(str(e))
+    build = _entry("reports", "build_report")
+    typer.echo(str(build(str(path))))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench(ctx: typer.Context):
+    """Checker benchmarks (checkers.bench.run_bench)."""
+    run_bench = _entry("checkers.bench", "run_bench")
+    kwargs = {}
+    args = list(ctx.args)
+    while args:
+        k = args.pop(0)
+        if not k.startswith("--") or not args:
+            fail(f"bench: expected --name value pairs, got {k!r}")
+        v = args.pop(0)
+        try:
+            v = json.loads(v)
+        except ValueError:
+            pass
+        kwargs[k[2:].replace("-", "_")] = v
+    res = run_bench(**kwargs)
+    typer.echo(json.dumps(res, indent=2, default=str))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

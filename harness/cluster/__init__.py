@@ -1,0 +1,1 @@
+"""Cluster backends: netns (default), docker, ssh."""

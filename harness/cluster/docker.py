@@ -1,0 +1,309 @@
+"""Cluster backend `docker`: one container per host on an internal network.
+
+The harness creates, per run, a bridge network with `internal=True` (no route
+out of it) and an explicit subnet (default 10.211.0.0/24, apart from the netns
+default), and one container per host (`ctl`, `n1..nN`, hostnames likewise)
+from the node image (docker/Dockerfile: python3, iproute2, iptables, procps,
+sshd; nothing of the project). Containers get NET_ADMIN so that iptables
+faults work inside them, and Docker's init as pid 1 so that killed daemons are
+reaped.
+
+Control goes over SSH exactly as on the ssh backend: a fresh ed25519 key per
+cluster (its public half handed to sshd through the container's environment),
+host keys read from each container through the Docker API and pinned.
+
+Everything created carries the labels `harness.run=<run id>` and the owner's
+pid, so `cleanup_docker()` finds what a killed run left behind.
+"""
+from __future__ import annotations
+
+import base64
+import ipaddress
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import paramiko
+
+from harness.cleanup import RunRecord, _proc_start_time, pid_alive
+from harness.cluster.base import CONTROLLER, ClusterError, HostLayout, broker_names
+from harness.cluster.ssh import SshHosts
+from harness.remote.ssh import (GeneratedEd25519Key, SshRemote, SshUnreachable, new_ed25519_key,
+                                 public_line)
+
+DEFAULT_SUBNET = "10.211.0.0/24"
+DEFAULT_IMAGE = os.environ.get("HARNESS_NODE_IMAGE", "harness-node:latest")
+LABEL_RUN = "harness.run"
+LABEL_OWNER_PID = "harness.owner-pid"
+LABEL_OWNER_START = "harness.owner-start"
+HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
+BUILD_HINT = "build it with docker/build-base.sh (offline) or pass --image"
+START_TIMEOUT = 30.0
+
+
+def docker_client(base_url: str | None = None):
+    """A Docker SDK client, or a one-line ClusterError saying how to get an engine."""
+    import docker
+    from docker.errors import DockerException
+    try:
+        client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
+        client.ping()
+        return client
+    except DockerException as e:
+        where = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        raise ClusterError(f"no Docker engine at {where} ({_short(e)}); start one with "
+                           "scripts/ensure-docker.sh, or use --backend netns") from None
+
+
+def host_addresses(subnet: str, nodes: int) -> tuple[str, dict[str, str]]:
+    """(gateway, {host: ip}): gateway = first address (the harness side of
+    the bridge), ctl = second, n<i> = tenth + i, as on netns."""
+    try:
+        net = ipaddress.ip_network(subnet, strict=False)
+    except ValueError as e:
+        raise ClusterError(f"--subnet {subnet!r} is not a network ({e}); use e.g. {DEFAULT_SUBNET}") from None
+    if net.version != 4 or net.num_addresses < 16 + nodes:
+        raise ClusterError(f"--subnet {subnet} is too small; use an IPv4 /27 or larger, e.g. {DEFAULT_SUBNET}")
+    base = net.network_address
+    out = {CONTROLLER: str(base + 2)}
+    for i, name in enumerate(broker_names(nodes), start=1):
+        out[name] = str(base + 10 + i)
+    return str(base + 1), out
+
+
+class DockerCluster(SshHosts):
+    """Containers as hosts, controlled over SSH from the harness machine,
+    which reaches them through the bridge (the gateway address plays the
+    client host: no grudge names it)."""
+
+    def __init__(self, run_id: str, nodes: int, record: RunRecord, subnet: str = DEFAULT_SUBNET,
+                 image: str = DEFAULT_IMAGE, docker_url: str | None = None,
+                 layout: HostLayout | None = None):
+        self.run_id = run_id
+        self.nodes = nodes
+        self.record = record
+        self.subnet = str(ipaddress.ip_network(subnet, strict=False)) if _is_net(subnet) else subnet
+        self.gateway, self.addresses = host_addresses(subnet, nodes)
+        self.image = image
+        self.docker_url = docker_url
+        self.layout = layout or HostLayout()
+        self.network_name = f"hx-{run_id}"
+        self.remotes: dict[str, SshRemote] = {}
+        self.containers: dict[str, object] = {}
+        self.key: GeneratedEd25519Key | None = None
+        self._client = None
+        self._network = None
+
+    def container_name(self, host: str) -> str:
+        return f"hx-{self.run_id}-{host}"
+
+    def _labels(self) -> dict[str, str]:
+        pid = os.getpid()
+        return {LABEL_RUN: self.run_id, LABEL_OWNER_PID: str(pid),
+                LABEL_OWNER_START: str(_proc_start_time(pid) or 0)}
+
+    # -- lifecycle -----------------------------------------------------------
+    def create(self) -> None:
+        try:
+            self._create()
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _create(self) -> None:
+        from docker.errors import APIError, ImageNotFound
+        client = self._client = docker_client(self.docker_url)
+        try:
+            client.images.get(self.image)
+        except ImageNotFound:
+            raise ClusterError(f"docker image {self.image} not found; {BUILD_HINT}") from None
+        self.key = new_ed25519_key()
+        labels = self._labels()
+        self.record.add("docker-network", name=self.network_name)
+        import docker.types
+        ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=self.subnet,
+                                                                           gateway=self.gateway)])
+        try:
+            self._network = client.networks.create(self.network_name, driver="bridge", internal=True,
+                                                   ipam=ipam, labels=labels, check_duplicate=True)
+        except APIError as e:
+            raise ClusterError(f"docker network {self.network_name} on {self.subnet}: {_short(e)}; "
+                               "pick a free --subnet or run `harness cleanup`") from None
+        for host, addr in self.addresses.items():
+            self.record.add("docker-container", name=self.container_name(host))
+            self.containers[host] = self._create_container(client, host, addr, labels)
+        with ThreadPoolExecutor(max_workers=len(self.addresses)) as pool:
+            list(pool.map(lambda h: self.containers[h].start(), self.addresses))
+            remotes = list(pool.map(self._connect, self.addresses))
+        self.remotes = {r.name: r for r in remotes}
+
+    def _create_container(self, client, host: str, addr: str, labels: dict):
+        api = client.api
+        host_config = api.create_host_config(cap_add=["NET_ADMIN"], init=True,
+                                             network_mode=self.network_name)
+        networking = api.create_networking_config(
+            {self.network_name: api.create_endpoint_config(ipv4_address=addr)})
+        from docker.errors import APIError
+        try:
+            created = api.create_container(
+                self.image, name=self.container_name(host), hostname=host, labels=labels,
+                environment={"AUTHORIZED_KEY": public_line(self.key, f"harness-{self.run_id}")},
+                host_config=host_config, networking_config=networking, detach=True)
+        except APIError as e:
+            raise ClusterError(f"docker container {self.container_name(host)}: {_short(e)}; "
+                               "run `harness cleanup` if an old run left it") from None
+        return client.containers.get(created["Id"])
+
+    def _read_host_key(self, host: str) -> paramiko.PKey:
+        """The container's sshd host key, read through the Docker API (the
+        trusted path), so that SSH can pin it instead of trusting on first use."""
+        from docker.errors import APIError
+        container = self.containers[host]
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                code, out = container.exec_run(["cat", HOST_KEY])
+            except APIError:  # not running (any more): reported below
+                code, out = -1, b""
+            if code == 0 and out.strip():
+                keytype, b64 = out.decode().split()[:2]
+                return paramiko.PKey.from_type_string(keytype, base64.b64decode(b64))
+            container.reload()
+            if container.status not in ("running", "created") or time.monotonic() > deadline:
+                logs = container.logs(tail=3).decode(errors="replace").strip().replace("\n", " | ")
+                raise ClusterError(f"{host} (container {container.name}): sshd did not come up "
+                                   f"(status {container.status}; {logs or 'no output'}); "
+                                   f"is {self.image} built from docker/Dockerfile? {BUILD_HINT}")
+            time.sleep(0.1)
+
+    def _connect(self, host: str) -> SshRemote:
+        host_key = self._read_host_key(host)
+        addr = self.addresses[host]
+        known = paramiko.HostKeys()
+        known.add(addr, host_key.get_name(), host_key)
+        remote = SshRemote(host, addr, pkey=self.key, host_keys=known, user="root",
+                           state_dir=os.path.join(self.layout.work_dir, ".daemons"),
+                           key_hint="the cluster's generated key",
+                           known_hosts_hint=f"the key read from container {self.container_name(host)}")
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:  # sshd writes its key before it listens: retry while refused
+            try:
+                remote.connect()
+                break
+            except SshUnreachable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        # Docker gives even internal networks a default route (to a gateway
+        # that forwards nothing); drop it so no packet is even tried outside.
+        remote.run(["ip", "route", "del", "default"], check=False)
+        return remote
+
+    def destroy(self) -> None:
+        for remote in self.remotes.values():
+            remote.close()
+        self.remotes = {}
+        if self._client is None:
+            return
+        remove_run(self._client, self.run_id)
+        self.containers = {}
+        self._network = None
+
+    # -- for tests and debugging -------------------------------------------
+    def write_ssh_files(self, directory: str) -> tuple[str, str]:
+        """Write the cluster's private key and a known_hosts file of its pinned
+        host keys into `directory` (mode 0600); returns (key path, known_hosts
+        path), so that the same hosts can be driven by the ssh backend or by
+        `ssh -i KEY -o UserKnownHostsFile=KNOWN root@IP`."""
+        assert self.key is not None
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        key_path = os.path.join(directory, "id_ed25519")
+        known_path = os.path.join(directory, "known_hosts")
+        self.key.write_private_key_file(key_path)
+        hk = paramiko.HostKeys()
+        for host in self.remotes:
+            key = self._read_host_key(host)
+            hk.add(self.addresses[host], key.get_name(), key)
+        hk.save(known_path)
+        return key_path, known_path
+
+
+def remove_run(client, run_id: str | None) -> list[str]:
+    """Remove the containers, then the networks, of one run (None: all runs)."""
+    from docker.errors import APIError, NotFound
+    label = f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": label}):
+        try:
+            c.remove(force=True, v=True)
+            removed.append(f"container {c.name}")
+        except NotFound:
+            pass
+    for n in client.networks.list(filters={"label": label}):
+        try:
+            n.remove()
+            removed.append(f"network {n.name}")
+        except NotFound:
+            pass
+        except APIError as e:  # endpoints still attached: disconnect and retry
+            n.reload()
+            for c in n.containers:
+                n.disconnect(c, force=True)
+            n.remove()
+            removed.append(f"network {n.name} ({_short(e)})")
+    return removed
+
+
+def cleanup_docker(run_id: str | None = None, include_live: bool = False,
+                   docker_url: str | None = None) -> list[str]:
+    """Remove what harness runs left in Docker: every labelled container and
+    network of runs whose owner process is gone (or of `run_id`, or of all
+    runs with include_live). No engine: nothing to clean, returns []."""
+    try:
+        client = docker_client(docker_url)
+    except ClusterError:
+        return []
+    runs: set[str] = set()
+    owners: dict[str, tuple[int, int]] = {}
+    objects = client.containers.list(all=True, filters={"label": LABEL_RUN}) + \
+        client.networks.list(filters={"label": LABEL_RUN})
+    for obj in objects:
+        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+        rid = labels.get(LABEL_RUN)
+        if rid is None:
+            continue
+        runs.add(rid)
+        owners[rid] = (int(labels.get(LABEL_OWNER_PID, 0)), int(labels.get(LABEL_OWNER_START, 0)))
+    removed = []
+    for rid in sorted(runs):
+        if run_id is not None and rid != run_id:
+            continue
+        pid, start = owners[rid]
+        if run_id is None and not include_live and pid and pid_alive(pid, start or None):
+            continue
+        removed += remove_run(client, rid)
+    return removed
+
+
+def _is_net(subnet: str) -> bool:
+    try:
+        ipaddress.ip_network(subnet, strict=False)
+        return True
+    except ValueError:
+        return False
+
+
+def _short(e: Exception) -> str:
+    text = getattr(e, "explanation", None) or str(e)
+    return " ".join(str(text).split())[:300]
+
+
+def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> DockerCluster:
+    """The runner's factory. The subnet is the spec's only when set
+    explicitly (its default is the netns one); backend_options may give
+    `subnet`, `image` and `docker_url`. `work_dir` (a path on the harness
+    machine) is unused: containers keep their files under layout.work_dir."""
+    opts = dict(spec.backend_options or {})
+    subnet = opts.get("subnet") or (spec.subnet if "subnet" in spec.model_fields_set else DEFAULT_SUBNET)
+    return DockerCluster(run_id, spec.nodes, record, subnet=subnet,
+                         image=opts.get("image", DEFAULT_IMAGE), docker_url=opts.get("docker_url"))

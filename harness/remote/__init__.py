@@ -1,0 +1,1 @@
+"""Remote control of hosts: local (optionally inside a network namespace), SSH."""

@@ -1,0 +1,1 @@
+"""Faults, grudges and fault schedules."""

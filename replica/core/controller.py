@@ -1,0 +1,358 @@
+"""The controller core: the metadata authority (ZooKeeper plus Kafka's controller).
+
+Inputs and outputs as for ``BrokerCore`` (``start``, ``on_request``,
+``on_response``, ``on_peer_failed``, ``on_timer``). It keeps, per partition,
+``{replicas, leader, leader_epoch, isr, version}``; ``version`` grows by one on
+every change (ZooKeeper's zkVersion), ``leader_epoch`` on every leader change
+(including to "no leader"). Every change is persisted (``Persist``) and pushed
+to the live brokers (``LeaderAndIsr``); a push that is not acknowledged is
+repeated in the next heartbeat answer (``sync``), so a broker behind a lossy
+link still converges.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import config as cfg
+from .. import protocol as P
+from .actions import Log, Persist, Reply, Send, SetTimer
+from .validate import BadRequest, get_int, get_str
+
+
+class ControllerCore:
+    def __init__(self, era: str, config: dict, address: list | None = None):
+        self.era = era
+        self.config = dict(config)
+        self.address = address
+        self.brokers: dict[int, dict] = {}   # id -> {host, port, epoch, alive, deadline, sent, acked}
+        self.topics: dict[str, dict] = {}    # name -> {"config": {}, "partitions": {p: state}}
+        self.next_broker_epoch = 1
+        self._corr = 0
+        self._timer_at: int | None = None
+        self._out: list = []
+        self._handlers = {
+            P.REGISTER: self._on_register, P.HEARTBEAT: self._on_heartbeat,
+            P.ALTER_ISR: self._on_alter_isr, P.ISR_CHANGE_NOTIFICATION: self._on_isr_change,
+            P.CREATE_TOPIC: self._on_create_topic, P.METADATA: self._on_metadata,
+            P.STATE: self._on_state,
+        }
+
+    # ------------------------------------------------------------------ inputs
+    def start(self, now: int, persisted: dict | None = None) -> list:
+        """Start, with the metadata persisted by an earlier run (if any). Known
+        brokers get a fresh session timeout to heartbeat again."""
+        if persisted:
+            self.next_broker_epoch = int(persisted.get("next_broker_epoch", 1))
+            for bid, b in persisted.get("brokers", {}).items():
+                self.brokers[int(bid)] = {"host": b["host"], "port": b["port"], "epoch": b["epoch"],
+                                          "alive": True, "deadline": now + self._session_ms(),
+                                          "sent": 0, "acked": 0}
+            for name, t in persisted.get("topics", {}).items():
+                self.topics[name] = {"config": dict(t.get("config", {})),
+                                     "partitions": {int(p): dict(s) for p, s in t["partitions"].items()}}
+        return self._finish(now)
+
+    def on_request(self, conn: Any, message: dict, now: int) -> list:
+        corr = message.get("corr") if isinstance(message, dict) else None
+        handler = self._handlers.get(message.get("api") if isinstance(message, dict) else None)
+        if handler is None:
+            self._reply(conn, corr, P.UNSUPPORTED_API)
+            return self._finish(now)
+        try:
+            handler(conn, corr, message, now)
+        except BadRequest as e:
+            self._reply(conn, corr, P.INVALID_REQUEST, message=str(e))
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            self._reply(conn, corr, P.INVALID_REQUEST, message=f"{type(e).__name__}: {e}")
+        return self._finish(now)
+
+    def on_response(self, peer: Any, message: dict, now: int) -> list:
+        b = self.brokers.get(peer)
+        seq = message.get("seq") if isinstance(message, dict) else None
+        if b is not None and isinstance(seq, int) and message.get("error") is None:
+            b["acked"] = max(b["acked"], min(seq, b["sent"]))
+        return self._finish(now)
+
+    def on_peer_failed(self, peer: Any, now: int) -> list:
+        return self._finish(now)
+
+    def on_connection_closed(self, conn: Any, now: int) -> list:
+        return self._finish(now)
+
+    def on_timer(self, now: int) -> list:
+        self._timer_at = None
+        # Mark every expired broker dead first, so no election picks one of them;
+        # then handle the failures in broker id order.
+        expired = [bid for bid in sorted(self.brokers)
+                   if self.brokers[bid]["alive"] and self.brokers[bid]["deadline"] <= now]
+        for bid in expired:
+            self._log(f"broker {bid} session expired")
+            self.brokers[bid]["alive"] = False
+        for bid in expired:
+            self._broker_failed(bid, now)
+        return self._finish(now)
+
+    # ---------------------------------------------------------------- queries
+    def partition_state(self, topic: str, partition: int) -> dict:
+        return self.topics[topic]["partitions"][partition]
+
+    def live_brokers(self) -> list[int]:
+        return sorted(b for b, s in self.brokers.items() if s["alive"])
+
+    # ---------------------------------------------------------------- helpers
+    def _session_ms(self) -> int:
+        return self.config["broker.session.timeout.ms"]
+
+    def _finish(self, now: int) -> list:
+        deadlines = [b["deadline"] for b in self.brokers.values() if b["alive"]]
+        wake = min(deadlines) if deadlines else None
+        if wake is not None and wake != self._timer_at:
+            self._timer_at = wake
+            self._out.append(SetTimer(max(wake, now)))
+        out, self._out = self._out, []
+        return out
+
+    def _reply(self, conn: Any, corr: Any, error: str | None = None, **fields) -> None:
+        message = {"corr": corr, "error": error}
+        message.update(fields)
+        self._out.append(Reply(conn, message))
+
+    def _log(self, text: str) -> None:
+        self._out.append(Log(f"controller: {text}"))
+
+    def _alive(self, bid: int) -> bool:
+        b = self.brokers.get(bid)
+        return b is not None and b["alive"]
+
+    def _update(self, topic: str, partition: int) -> dict:
+        s = self.topics[topic]["partitions"][partition]
+        return {"topic": topic, "partition": partition, "leader": s["leader"],
+                "leader_epoch": s["leader_epoch"], "isr": list(s["isr"]), "replicas": list(s["replicas"]),
+                "version": s["version"], "config": dict(self.topics[topic]["config"])}
+
+    def _all_updates(self) -> list:
+        return [self._update(t, p) for t in sorted(self.topics) for p in sorted(self.topics[t]["partitions"])]
+
+    def _broker_addresses(self) -> dict:
+        return {str(b): [s["host"], s["port"]] for b, s in sorted(self.brokers.items())}
+
+    def _persist(self) -> None:
+        self._out.append(Persist({
+            "next_broker_epoch": self.next_broker_epoch,
+            "brokers": {str(b): {"host": s["host"], "port": s["port"], "epoch": s["epoch"]}
+                        for b, s in self.brokers.items()},
+            "topics": {n: {"config": t["config"],
+                           "partitions": {str(p): dict(s) for p, s in t["partitions"].items()}}
+                       for n, t in self.topics.items()}}))
+
+    def _push(self, changed: list[tuple[str, int]], api: str = P.LEADER_AND_ISR) -> None:
+        """Send the changed partition states to every live broker."""
+        if not changed:
+            return
+        updates = [self._update(t, p) for t, p in changed]
+        for bid in self.live_brokers():
+            self._push_to(bid, updates, api)
+
+    def _push_to(self, bid: int, updates: list, api: str = P.LEADER_AND_ISR) -> None:
+        b = self.brokers[bid]
+        b["sent"] += 1
+        self._corr += 1
+        self._out.append(Send(bid, {"api": api, "corr": self._corr, "seq": b["sent"],
+                                    "brokers": self._broker_addresses(), "partitions": updates}))
+
+    def _set(self, s: dict, leader: Any, isr: list) -> None:
+        if leader != s["leader"]:
+            s["leader_epoch"] += 1
+        s["leader"] = leader
+        s["isr"] = list(isr)
+        s["version"] += 1
+
+    def _elect(self, topic: str, s: dict, unclean_ok: bool) -> tuple[Any, list] | None:
+        """(leader, isr) by Kafka's rule, or None when nobody can lead."""
+        for r in s["replicas"]:
+            if r in s["isr"] and self._alive(r):
+                return r, s["isr"]
+        if unclean_ok:
+            for r in s["replicas"]:
+                if self._alive(r):
+                    self._log(f"{topic}: unclean election of {r} (isr was {s['isr']})")
+                    return r, [r]
+        return None
+
+    def _unclean(self, topic: str) -> bool:
+        return bool(cfg.topic_config(self.config, self.topics[topic]["config"])["unclean.leader.election.enable"])
+
+    def _broker_failed(self, bid: int, now: int) -> None:
+        changed = []
+        for topic in sorted(self.topics):
+            for part, s in sorted(self.topics[topic]["partitions"].items()):
+                if bid not in s["isr"] and s["leader"] != bid:
+                    continue
+                isr = [r for r in s["isr"] if r != bid] or list(s["isr"])
+                leader = s["leader"]
+                if leader == bid or leader is None:
+                    elected = self._elect(topic, dict(s, isr=isr), self._unclean(topic))
+                    leader, isr = elected if elected else (None, isr)
+                if leader != s["leader"] or isr != s["isr"]:
+                    self._set(s, leader, isr)
+                    self._log(f"{topic}-{part}: leader {s['leader']} epoch {s['leader_epoch']} "
+                              f"isr {s['isr']} after broker {bid} died")
+                    changed.append((topic, part))
+        if changed:
+            self._persist()
+            self._push(changed)
+
+    def _elect_offline(self, now: int) -> list:
+        changed = []
+        for topic in sorted(self.topics):
+            for part, s in sorted(self.topics[topic]["partitions"].items()):
+                if s["leader"] is not None:
+                    continue
+                elected = self._elect(topic, s, self._unclean(topic))
+                if elected:
+                    self._set(s, elected[0], elected[1])
+                    self._log(f"{topic}-{part}: elected {s['leader']} epoch {s['leader_epoch']} isr {s['isr']}")
+                    changed.append((topic, part))
+        return changed
+
+    # ------------------------------------------------------------- requests
+    def _on_register(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        bid = get_int(message, "broker", minimum=0)
+        host = get_str(message, "host")
+        port = get_int(message, "port", minimum=0)
+        epoch = self.next_broker_epoch
+        self.next_broker_epoch += 1
+        was_alive = self._alive(bid)
+        self.brokers[bid] = {"host": host, "port": port, "epoch": epoch, "alive": True,
+                             "deadline": now + self._session_ms(), "sent": 0, "acked": 0}
+        self._log(f"broker {bid} registered ({'reconnect' if was_alive else 'up'}) at {host}:{port}, "
+                  f"epoch {epoch}")
+        changed = self._elect_offline(now)
+        self._persist()
+        self._reply(conn, corr, None, broker_epoch=epoch)
+        self._push(changed)
+        self._push_to(bid, self._all_updates())
+
+    def _on_heartbeat(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        bid = get_int(message, "broker")
+        epoch = get_int(message, "broker_epoch")
+        b = self.brokers.get(bid)
+        if b is None or not b["alive"] or b["epoch"] != epoch:
+            self._reply(conn, corr, P.STALE_BROKER_EPOCH)
+            return
+        b["deadline"] = now + self._session_ms()
+        seq = message.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            b["acked"] = max(b["acked"], min(seq, b["sent"]))
+        sync = None
+        if b["acked"] < b["sent"]:
+            sync = {"seq": b["sent"], "brokers": self._broker_addresses(), "partitions": self._all_updates()}
+        self._reply(conn, corr, None, sync=sync)
+
+    def _on_alter_isr(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        bid = get_int(message, "broker")
+        topic = get_str(message, "topic")
+        part = get_int(message, "partition")
+        leader_epoch = get_int(message, "leader_epoch")
+        version = get_int(message, "version")
+        isr = message.get("isr")
+        if not isinstance(isr, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in isr):
+            raise BadRequest("field 'isr' must be a list of broker ids")
+        s = self.topics.get(topic, {}).get("partitions", {}).get(part)
+        if s is None:
+            self._reply(conn, corr, P.UNKNOWN_TOPIC_OR_PARTITION)
+            return
+        current = {"leader": s["leader"], "leader_epoch": s["leader_epoch"], "isr": list(s["isr"]),
+                   "version": s["version"]}
+        b = self.brokers.get(bid)
+        if b is None or not b["alive"] or b["epoch"] != message.get("broker_epoch"):
+            error = P.STALE_BROKER_EPOCH
+        elif s["leader"] != bid:
+            error = P.NOT_LEADER_OR_FOLLOWER
+        elif leader_epoch != s["leader_epoch"]:
+            error = P.FENCED_LEADER_EPOCH
+        elif version != s["version"]:
+            error = P.INVALID_UPDATE_VERSION
+        elif (bid not in isr or len(set(isr)) != len(isr)
+              or any(r not in s["replicas"] for r in isr)):
+            error = P.INVALID_REQUEST
+        elif any(r not in s["isr"] and not self._alive(r) for r in isr):
+            error = P.INELIGIBLE_REPLICA
+        else:
+            error = None
+        if error is not None:
+            self._reply(conn, corr, error, **current)
+            return
+        old = s["isr"]
+        self._set(s, s["leader"], isr)
+        self._log(f"{topic}-{part}: AlterIsr by {bid}: {old} -> {s['isr']} (version {s['version']})")
+        self._persist()
+        self._reply(conn, corr, None, leader=s["leader"], leader_epoch=s["leader_epoch"],
+                    isr=list(s["isr"]), version=s["version"])
+
+    def _on_isr_change(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        parts = message.get("partitions")
+        if not isinstance(parts, list):
+            raise BadRequest("field 'partitions' must be a list of [topic, partition]")
+        changed = []
+        for item in parts:
+            if (isinstance(item, list) and len(item) == 2 and item[0] in self.topics
+                    and item[1] in self.topics[item[0]]["partitions"]):
+                changed.append((item[0], item[1]))
+        self._reply(conn, corr, None)
+        self._push(changed, P.UPDATE_METADATA)
+
+    def _on_create_topic(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        topic = get_str(message, "topic")
+        count = get_int(message, "partitions", default=self.config["num.partitions"], minimum=1)
+        rf = get_int(message, "replication_factor", default=self.config["default.replication.factor"], minimum=1)
+        conf = message.get("config") or {}
+        if not isinstance(conf, dict):
+            raise BadRequest("field 'config' must be an object")
+        if not topic or "/" in topic or topic.strip() != topic:
+            raise BadRequest("field 'topic' must be a non-empty name without '/' or spaces")
+        try:
+            cfg.topic_config(self.config, conf)
+        except cfg.ConfigError as e:
+            raise BadRequest(str(e)) from None
+        if topic in self.topics:
+            self._reply(conn, corr, P.TOPIC_ALREADY_EXISTS)
+            return
+        live = self.live_brokers()
+        if rf > len(live):
+            self._reply(conn, corr, P.INVALID_REPLICATION_FACTOR,
+                        message=f"replication factor {rf} > {len(live)} live brokers")
+            return
+        n = len(live)
+        parts = {}
+        for p in range(count):
+            replicas = [live[(p + i) % n] for i in range(rf)]
+            parts[p] = {"replicas": replicas, "leader": replicas[0], "leader_epoch": 0,
+                        "isr": list(replicas), "version": 0}
+        self.topics[topic] = {"config": dict(conf), "partitions": parts}
+        self._log(f"created topic {topic}: {count} partitions, replication factor {rf}")
+        self._persist()
+        self._reply(conn, corr, None, topic=topic,
+                    partitions={str(p): self._update(topic, p) for p in parts})
+        self._push([(topic, p) for p in parts])
+
+    def _on_metadata(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        topic = message.get("topic")
+        if topic is not None and not isinstance(topic, str):
+            raise BadRequest("field 'topic' must be a string or null")
+        topics = {}
+        for name in sorted(self.topics):
+            if topic is None or name == topic:
+                topics[name] = {str(p): {k: v for k, v in self._update(name, p).items()
+                                         if k in ("leader", "leader_epoch", "isr", "replicas", "version")}
+                                for p in sorted(self.topics[name]["partitions"])}
+        live = {str(b): [s["host"], s["port"]] for b, s in sorted(self.brokers.items()) if s["alive"]}
+        self._reply(conn, corr, None, topics=topics, brokers=live, controller=self.address)
+
+    def _on_state(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        self._reply(conn, corr, None, controller=True, era=self.era,
+                    brokers={str(b): {"alive": s["alive"], "epoch": s["epoch"]}
+                             for b, s in sorted(self.brokers.items())},
+                    topics={n: {str(p): self._update(n, p) for p in sorted(t["partitions"])}
+                            for n, t in sorted(self.topics.items())})

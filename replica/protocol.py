@@ -1,0 +1,167 @@
+"""Message names, field names and error codes of the replica wire protocol.
+
+Every frame is a JSON object (framing: ``replica/wire.py``). Requests carry
+``{"api": NAME, "corr": n, ...}``; responses ``{"corr": n, "error": null | CODE, ...}``
+plus the fields listed per message below. This file is the contract between the
+cores (``replica/core``), the process shells and the client library
+(``replica/client.py``): fields are only ever added, never renamed.
+
+Records travel as lists ``[offset, epoch, crc, value]`` (``crc`` is
+``zlib.crc32`` of the JSON encoding of ``value``, see ``record_crc``).
+
+Messages (``->`` request fields, ``<-`` response fields besides corr/error):
+
+Produce (client -> partition leader)
+    -> topic, partition, acks (0 | 1 | "all"; -1 means "all"),
+       values (list of JSON values; or ``value`` for one record),
+       timeout_ms (optional, default request.timeout.ms)
+    <- offset (offset of the first record), last_offset (of the last record).
+       acks=0 is answered at once with offset -1 (Kafka sends no response at
+       all; we answer so that a client can pipeline without special cases).
+    Errors before append (definite): NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
+    UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST.
+    Errors after append (indefinite: the records are in the leader's log and
+    may survive): REQUEST_TIMED_OUT (timeout, or leadership lost while waiting),
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+
+Fetch (consumer or follower -> partition leader)
+    -> topic, partition, offset, replica_id (-1 for consumers, broker id for
+       followers), max_records (default 1000), max_wait_ms (consumers default 0;
+       followers send replica.fetch.wait.max.ms), current_leader_epoch
+       (optional, -1 = unchecked; era ``epoch`` fences with it)
+    <- records (consumers: only below the HW; followers: up to the LEO),
+       hw, log_start, leo (the leader's), leader_epoch (the leader's)
+    Errors: NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE (with hw, log_start,
+    leo filled in), FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+    UNKNOWN_TOPIC_OR_PARTITION.
+
+ListOffsets (client -> partition leader)
+    -> topic, partition, spec ("earliest" | "latest")
+    <- offset (earliest = log start, latest = HW, as for Kafka's read_uncommitted)
+
+Metadata (client -> any broker or the controller)
+    -> topic (string, or null/absent for all topics)
+    <- topics: {topic: {"<partition>": PARTITION_STATE}},
+       brokers: {"<id>": [host, port]}, controller: [host, port] | null
+    PARTITION_STATE = {"leader": id | null, "leader_epoch": e, "isr": [...],
+                       "replicas": [...], "version": v}
+    A broker answers from its metadata cache (which lags the controller by the
+    ISR change propagation delay); the controller answers from its own state.
+
+CreateTopic (client -> controller)
+    -> topic, partitions, replication_factor, config ({} or per-topic settings,
+       e.g. {"min.insync.replicas": 2})
+    <- topic, partitions: {"<p>": PARTITION_STATE}
+    Errors: TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST.
+
+OffsetsForLeaderEpoch (follower -> partition leader; eras kip101 and epoch)
+    -> topic, partition, leader_epoch (the epoch asked about),
+       current_leader_epoch (the follower's known leader epoch), replica_id
+    <- leader_epoch (kip101: -1; epoch: the largest epoch <= asked that the
+       leader knows, -1 if none), end_offset (-1 = UNDEFINED)
+
+Register (broker -> controller)
+    -> broker, host, port
+    <- broker_epoch (a new number for every registration)
+
+Heartbeat (broker -> controller)
+    -> broker, broker_epoch
+    <- sync: null, or {"brokers": ..., "partitions": [PARTITION_UPDATE, ...]}
+       when a push to this broker is unacknowledged (LeaderAndIsr retransmission)
+    Errors: STALE_BROKER_EPOCH (the session expired or is unknown: register again).
+
+AlterIsr (partition leader -> controller; a conditional update on version)
+    -> broker, broker_epoch, topic, partition, leader_epoch, isr, version
+    <- leader, leader_epoch, isr, version (the controller's state after the
+       call: on success the new one; on error the current one, so the leader
+       can adopt it)
+    Errors: INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER,
+    INELIGIBLE_REPLICA (a replica to add is not alive), STALE_BROKER_EPOCH.
+
+IsrChangeNotification (partition leader -> controller)
+    -> broker, partitions: [[topic, partition], ...]
+    <- (nothing); the controller pushes UpdateMetadata to every live broker.
+
+LeaderAndIsr (controller -> broker) and UpdateMetadata (controller -> broker)
+    -> seq (per-broker push counter), brokers: {"<id>": [host, port]},
+       partitions: [PARTITION_UPDATE, ...]
+    PARTITION_UPDATE = PARTITION_STATE + {"topic", "partition", "config"}
+    <- seq. A broker applies a partition update only when its version is newer
+       than the one it holds. LeaderAndIsr changes roles; UpdateMetadata only
+       the metadata cache.
+
+State (debug, any process)
+    <- as in docs/interfaces.md: broker, era, partitions: [{topic, partition,
+       role, leader, leader_epoch, leo, hw, log_start, isr, epoch_cache}]
+       (the controller answers {controller: true, era, brokers, topics})
+
+Dump (debug, broker)
+    <- broker, partitions: [{topic, partition, hw, leo, log_start,
+       records: [[offset, epoch, crc, value], ...]}]
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+# --- API names -------------------------------------------------------------
+PRODUCE = "Produce"
+FETCH = "Fetch"
+LIST_OFFSETS = "ListOffsets"
+METADATA = "Metadata"
+CREATE_TOPIC = "CreateTopic"
+OFFSETS_FOR_LEADER_EPOCH = "OffsetsForLeaderEpoch"
+REGISTER = "Register"
+HEARTBEAT = "Heartbeat"
+ALTER_ISR = "AlterIsr"
+ISR_CHANGE_NOTIFICATION = "IsrChangeNotification"
+LEADER_AND_ISR = "LeaderAndIsr"
+UPDATE_METADATA = "UpdateMetadata"
+STATE = "State"
+DUMP = "Dump"
+
+BROKER_APIS = (PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSETS_FOR_LEADER_EPOCH,
+               LEADER_AND_ISR, UPDATE_METADATA, STATE, DUMP)
+CONTROLLER_APIS = (REGISTER, HEARTBEAT, ALTER_ISR, ISR_CHANGE_NOTIFICATION,
+                   CREATE_TOPIC, METADATA, STATE)
+
+# --- Error codes (Kafka's names) ---------------------------------------------
+NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
+NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS"
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
+OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
+FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
+UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
+UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
+INVALID_REQUEST = "INVALID_REQUEST"
+UNSUPPORTED_API = "UNSUPPORTED_API"
+TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
+INVALID_REPLICATION_FACTOR = "INVALID_REPLICATION_FACTOR"
+INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
+INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
+STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
+# Internal to the cores: a peer request that got no answer (timeout or lost connection).
+NETWORK_ERROR = "NETWORK_ERROR"
+
+# Errors after which a produced record may or may not be in the log.
+INDEFINITE_PRODUCE_ERRORS = frozenset({REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND})
+
+# --- Special values -----------------------------------------------------------
+CONSUMER_REPLICA_ID = -1
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+NO_EPOCH_CHECK = -1
+ACKS_ALL = "all"
+
+ERAS = ("hw", "kip101", "epoch")
+
+
+def record_crc(value) -> int:
+    """CRC of a record: zlib.crc32 of the canonical JSON encoding of its value.
+
+    Same encoding as ``replica.storage.encode_value`` (compact, sorted keys).
+    """
+    return zlib.crc32(json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8"))

@@ -1,0 +1,234 @@
+"""Wire framing shared by brokers, the controller and the client (standard library only).
+
+A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON
+holding one object. Requests are ``{"api": NAME, "corr": n, ...}`` and responses
+``{"corr": n, "error": null | CODE, ...}``. Responses may come back in any
+order on a connection; ``corr`` matches them to requests, so one connection
+can carry many outstanding requests (an acks=all produce waits for the HW
+without blocking the fetches behind it).
+
+``serve_connection`` is the server side: it reads frames, validates the
+envelope, dispatches to one handler per API and writes the answers. Bad input
+never reaches a handler: a frame that is not JSON or not an object gets an
+``INVALID_REQUEST`` answer, an unknown API ``UNSUPPORTED_API``, and an
+oversized or truncated frame closes the connection (the stream cannot be
+resynchronised). Handlers signal protocol errors with ``RequestError`` and
+validate fields with ``field``; a wrongly typed field becomes
+``INVALID_REQUEST`` instead of an exception in the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import struct
+from typing import Any, Awaitable, Callable, Mapping
+
+__all__ = [
+    "MAX_FRAME_BYTES", "FrameError", "RequestError", "encode_frame", "decode_frame",
+    "read_frame", "write_frame", "error_response", "field", "serve_connection",
+    "Handler",
+]
+
+MAX_FRAME_BYTES = 8 << 20
+_LENGTH = struct.Struct(">I")
+
+log = logging.getLogger("replica.wire")
+
+
+class FrameError(Exception):
+    """A frame that cannot be a message: oversized, not UTF-8 JSON, or not a JSON object."""
+
+
+class RequestError(Exception):
+    """Raised by a handler to answer ``{"error": code, "message": message}``."""
+
+    def __init__(self, code: str, message: str = ""):
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)   # reused: json.dumps with options builds one per call
+
+
+def encode_frame(message: Mapping[str, Any]) -> bytes:
+    """Length prefix plus compact JSON; raises FrameError for a non-dict or unencodable message."""
+    if not isinstance(message, Mapping):
+        raise FrameError(f"a frame must hold a JSON object, not {type(message).__name__}")
+    try:
+        body = _ENCODER.encode(message).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise FrameError(f"message cannot be encoded as JSON: {e}") from None
+    return _LENGTH.pack(len(body)) + body
+
+
+def decode_frame(body: bytes) -> dict:
+    """Parse a frame body into a dict; raises FrameError otherwise."""
+    try:
+        message = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise FrameError(f"frame is not UTF-8 JSON: {e}") from None
+    if not isinstance(message, dict):
+        raise FrameError(f"frame holds a JSON {type(message).__name__}, expected an object")
+    return message
+
+
+async def read_frame(reader: asyncio.StreamReader, max_bytes: int = MAX_FRAME_BYTES) -> dict | None:
+    """Read one frame. Returns None on a clean end of stream (between frames).
+
+    Raises FrameError for an oversized or undecodable frame and
+    ConnectionError when the stream ends in the middle of a frame.
+    """
+    try:
+        header = await reader.readexactly(_LENGTH.size)
+    except asyncio.IncompleteReadError as e:
+        if not e.partial:
+            return None
+        raise ConnectionError("connection closed inside a frame header") from None
+    (length,) = _LENGTH.unpack(header)
+    if length > max_bytes:
+        raise FrameError(f"frame of {length} bytes exceeds the maximum of {max_bytes}")
+    try:
+        body = await reader.readexactly(length)
+    except asyncio.IncompleteReadError as e:
+        raise ConnectionError(f"connection closed after {len(e.partial)} of {length} frame bytes") from None
+    return decode_frame(body)
+
+
+async def write_frame(writer: asyncio.StreamWriter, message: Mapping[str, Any]) -> None:
+    """Write one frame and wait for the transport buffer to drain."""
+    writer.write(encode_frame(message))
+    await writer.drain()
+
+
+def error_response(corr: Any, code: str, message: str = "") -> dict:
+    """The response envelope for an error (``corr`` None when the request had none)."""
+    response = {"corr": corr, "error": code}
+    if message:
+        response["message"] = message
+    return response
+
+
+_MISSING = object()
+
+
+def field(request: Mapping[str, Any], name: str, kind: type | tuple[type, ...],
+          default: Any = _MISSING, *, minimum: int | None = None) -> Any:
+    """A typed request field; raises ``RequestError("INVALID_REQUEST")`` naming the field.
+
+    ``bool`` is not accepted where ``int`` is asked for (JSON true is not a number).
+    """
+    value = request.get(name, _MISSING)
+    if value is _MISSING:
+        if default is _MISSING:
+            raise RequestError("INVALID_REQUEST", f"missing field {name!r}")
+        return default
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        ok = False
+    else:
+        ok = isinstance(value, kinds)
+    if not ok:
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise RequestError("INVALID_REQUEST", f"field {name!r} must be {expected}, got {json.dumps(value)[:80]}")
+    if minimum is not None and isinstance(value, int) and value < minimum:
+        raise RequestError("INVALID_REQUEST", f"field {name!r} must be >= {minimum}, got {value}")
+    return value
+
+
+Handler = Callable[[dict], Awaitable[dict]]
+
+
+async def _answer(request: dict, handlers: Mapping[str, Handler]) -> dict:
+    corr = request.get("corr")
+    if isinstance(corr, bool) or not isinstance(corr, int):
+        return error_response(None if not isinstance(corr, (int, str)) else corr,
+                              "INVALID_REQUEST", "field 'corr' must be an integer")
+    api = request.get("api")
+    if not isinstance(api, str):
+        return error_response(corr, "INVALID_REQUEST", "field 'api' must be a string")
+    handler = handlers.get(api)
+    if handler is None:
+        return error_response(corr, "UNSUPPORTED_API", f"unknown api {api[:80]!r}")
+    try:
+        response = await handler(request)
+    except RequestError as e:
+        return error_response(corr, e.code, e.message)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        # A handler that did not validate a field: still the client's fault.
+        log.warning("api %s: bad request %r: %r", api, request, e)
+        return error_response(corr, "INVALID_REQUEST", f"{type(e).__name__}: {e}")
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # noqa: BLE001 - one bad request must not kill the server
+        log.exception("api %s: handler failed", api)
+        return error_response(corr, "UNKNOWN_SERVER_ERROR", f"{type(e).__name__}: {e}")
+    response = dict(response)
+    response["corr"] = corr
+    response.setdefault("error", None)
+    return response
+
+
+async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                           handlers: Mapping[str, Handler], *, max_frame_bytes: int = MAX_FRAME_BYTES,
+                           concurrent: bool = True) -> None:
+    """Serve one connection until the peer closes it or sends an unrecoverable frame.
+
+    With ``concurrent`` (the default) each request runs in its own task and
+    its response is written when ready, so a parked request (a long-poll fetch,
+    an acks=all produce) does not hold up later ones. Use it as (part of) the
+    ``asyncio.start_server`` callback.
+    """
+    peer = writer.get_extra_info("peername")
+    tasks: set[asyncio.Task] = set()
+    write_lock = asyncio.Lock()
+
+    async def respond(message: dict) -> None:
+        try:
+            frame = encode_frame(message)
+        except FrameError as e:
+            log.error("unencodable response %r: %s", message, e)
+            frame = encode_frame(error_response(message.get("corr"), "UNKNOWN_SERVER_ERROR", str(e)))
+        async with write_lock:
+            writer.write(frame)
+            await writer.drain()
+
+    async def run(request: dict) -> None:
+        try:
+            await respond(await _answer(request, handlers))
+        except (ConnectionError, OSError):
+            pass
+
+    try:
+        while True:
+            try:
+                request = await read_frame(reader, max_frame_bytes)
+            except FrameError as e:
+                if "exceeds the maximum" in str(e):
+                    log.warning("closing connection from %s: %s", peer, e)
+                    await respond(error_response(None, "INVALID_REQUEST", str(e)))
+                    break
+                await respond(error_response(None, "INVALID_REQUEST", str(e)))
+                continue
+            if request is None:
+                break
+            if concurrent:
+                task = asyncio.get_running_loop().create_task(run(request))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            else:
+                await run(request)
+    except (ConnectionError, OSError) as e:
+        log.info("connection from %s ended: %s", peer, e)
+    finally:
+        for task in list(tasks):
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except (ConnectionError, OSError):
+            pass

@@ -1,0 +1,59 @@
+"""Matplotlib figures rendered to self-contained data URIs.
+
+Figures are embedded as ``<img src="data:image/svg+xml;base64,...">``: the page
+needs no external file, and an SVG inside ``<img>`` cannot run script, so text that
+came from the system under test (node names, values) can never become markup.
+Dense point clouds are rasterized inside the SVG to keep the page small.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from contextlib import contextmanager
+
+import matplotlib
+
+matplotlib.use("Agg")  # never a display; networkx drawing imports pyplot
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from .ops import FAULT_COLOURS, Fault  # noqa: E402
+
+STYLE = {"text.parse_math": False, "svg.hashsalt": "report", "font.size": 9,
+         "axes.spines.top": False, "axes.spines.right": False}
+SECONDS = 1e-9
+
+
+@contextmanager
+def figure(width: float = 10.0, height: float = 3.2):
+    """A figure under the report style; yields (figure, axes)."""
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        yield fig, fig.add_subplot()
+
+
+def to_data_uri(fig: Figure, fmt: str = "svg") -> str:
+    buf = io.BytesIO()
+    with matplotlib.rc_context(STYLE):
+        fig.savefig(buf, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    mime = "image/svg+xml" if fmt == "svg" else "image/png"
+    return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
+
+
+def shade_faults(ax, faults: list[Fault], label: bool = True) -> None:
+    """Nemesis activity as translucent vertical bands, one colour per fault kind."""
+    seen = set()
+    for fault in faults:
+        colour = FAULT_COLOURS.get(fault.kind, FAULT_COLOURS["other"])
+        name = fault.kind if label and fault.kind not in seen else None
+        seen.add(fault.kind)
+        ax.axvspan(fault.start * SECONDS, max(fault.end, fault.start + 1) * SECONDS,
+                   color=colour, alpha=0.12, lw=0, label=name)
+
+
+def outside_legend(fig: Figure, ax) -> None:
+    """The legend right of the axes, where it cannot hide data."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", fontsize=7, markerscale=2, frameon=False)

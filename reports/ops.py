@@ -1,0 +1,168 @@
+"""Pair history lines into operations and nemesis lines into fault intervals.
+
+A history line is half an operation: the invocation and the completion arrive as
+separate lines of one process.  Timelines, latencies and the nemesis shading all
+need the whole operation (start, end, outcome), so this is done once here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+NEMESIS = "nemesis"
+
+# f of a nemesis op -> (fault kind, True when it starts the fault, False when it ends it)
+FAULT_ACTIONS: dict[str, tuple[str, bool]] = {
+    "kill": ("kill", True), "crash": ("kill", True), "kill-node": ("kill", True),
+    "stop-node": ("kill", True), "start": ("kill", False), "restart": ("kill", False),
+    "start-node": ("kill", False), "revive": ("kill", False), "recover": ("kill", False),
+    "partition": ("partition", True), "start-partition": ("partition", True),
+    "partition-start": ("partition", True), "isolate": ("partition", True),
+    "heal": ("partition", False), "stop-partition": ("partition", False),
+    "partition-stop": ("partition", False), "heal-partition": ("partition", False),
+    "pause": ("pause", True), "suspend": ("pause", True), "stop-process": ("pause", True),
+    "resume": ("pause", False), "unpause": ("pause", False), "continue": ("pause", False),
+    "clock-skew": ("clock", True), "bump-clock": ("clock", True), "reset-clock": ("clock", False),
+}
+ENDS_ALL = {"final", "heal-all", "stop-all", "recover-all"}
+FAULT_COLOURS = {"kill": "#d62728", "partition": "#1f77b4", "pause": "#9467bd",
+                 "clock": "#8c564b", "other": "#7f7f7f"}
+
+
+@dataclass(slots=True)
+class Op:
+    """One operation: its invocation and completion joined."""
+
+    process: Any
+    f: Any
+    type: str  # ok | fail | info (an invocation that never completed counts as info)
+    start: int
+    end: int
+    invoke_index: int | None
+    complete_index: int | None
+    value: Any  # the completion's value, or the invocation's if there is no completion
+    invoke_value: Any
+    indices: tuple[int, ...] = ()  # history indices of its lines
+    ref: bool = False  # an anomaly example refers to it
+
+    @property
+    def latency(self) -> int:
+        return self.end - self.start
+
+
+def _indices(a: Any, b: Any) -> tuple[int, ...]:
+    return tuple(i for i in (a, b) if isinstance(i, int))
+
+
+def mark_referenced(ops: list[Op], referenced: set[int]) -> None:
+    """Flag the ops an anomaly refers to, once, so later passes test a bool."""
+    if referenced:
+        for op in ops:
+            if op.invoke_index in referenced or op.complete_index in referenced:
+                op.ref = True
+
+
+@dataclass(slots=True)
+class Fault:
+    """A shaded interval of nemesis activity."""
+
+    kind: str
+    start: int
+    end: int
+    label: str
+    ops: tuple[int, ...]
+
+
+def _as_int(x: Any, default: int) -> int:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return default
+
+
+def pair_ops(history: list[dict]) -> list[Op]:
+    """Join invocations with the next completion of the same process, in history order."""
+    pending: dict[Any, dict] = {}
+    ops: list[Op] = []
+    end_of_test = 0
+    for line in history:
+        t = line.get("time")
+        if type(t) is not int:
+            t = _as_int(t, end_of_test)
+        if t > end_of_test:
+            end_of_test = t
+        proc = line.get("process")
+        key = proc if type(proc) in (int, str) else repr(proc)
+        kind = line.get("type")
+        idx = line.get("index")
+        if type(idx) is not int:
+            idx = None
+        if kind == "invoke":
+            if key in pending:  # an invocation left open: the process moved on
+                ops.append(_open_op(pending.pop(key), t))
+            pending[key] = line
+            continue
+        inv = pending.pop(key, None)
+        if inv is None:
+            ops.append(Op(proc, line.get("f"), str(kind), t, t, None, idx, line.get("value"),
+                          line.get("value"), _indices(idx, None)))
+            continue
+        inv_idx = inv.get("index")
+        ops.append(Op(proc, line.get("f"), str(kind), _as_int(inv.get("time"), t), t,
+                      inv_idx, idx, line.get("value"), inv.get("value"), _indices(inv_idx, idx)))
+    ops.extend(_open_op(inv, end_of_test) for inv in pending.values())
+    ops.sort(key=lambda op: (op.start, op.invoke_index if op.invoke_index is not None else -1))
+    return ops
+
+
+def _open_op(inv: dict, end: int) -> Op:
+    t = _as_int(inv.get("time"), end)
+    return Op(inv.get("process"), inv.get("f"), "info", t, max(t, end),
+              inv.get("index"), None, inv.get("value"), inv.get("value"), _indices(inv.get("index"), None))
+
+
+def nemesis_label(op: Op) -> str:
+    """Short words for a nemesis op, e.g. 'kill n1' or 'partition'."""
+    value = op.invoke_value if op.invoke_value is not None else op.value
+    if isinstance(value, list) and all(isinstance(v, (str, int)) for v in value):
+        return f"{op.f} {' '.join(map(str, value))}".strip()
+    if isinstance(value, str):
+        return f"{op.f} {value}"
+    return str(op.f)
+
+
+def fault_intervals(ops: list[Op], end_of_test: int) -> tuple[list[Fault], list[Op]]:
+    """Fault intervals from nemesis ops, plus nemesis ops that are neither start nor end.
+
+    A start opens an interval of its kind; the next end of that kind (or ``final``)
+    closes every open interval of that kind.  Unknown fs become instant markers.
+    """
+    open_: dict[str, list[tuple[int, str, list[int]]]] = {}
+    faults: list[Fault] = []
+    markers: list[Op] = []
+    for op in ops:
+        if op.process != NEMESIS:
+            continue
+        f = str(op.f)
+        action = FAULT_ACTIONS.get(f)
+        if action is None and f not in ENDS_ALL:
+            guess = next((k for k in ("partition", "kill", "pause", "clock") if k in f), None)
+            action = (guess, not any(w in f for w in ("stop", "heal", "end", "resume"))) if guess else None
+        if f in ENDS_ALL:
+            for kind, starts in open_.items():
+                faults += [Fault(kind, s, op.start, lbl, tuple(ix) + op.indices) for s, lbl, ix in starts]
+            open_.clear()
+            markers.append(op)
+        elif action is None:
+            markers.append(op)
+        elif action[1]:
+            open_.setdefault(action[0], []).append((op.start, nemesis_label(op), list(op.indices)))
+        else:
+            for s, lbl, ix in open_.pop(action[0], []):
+                faults.append(Fault(action[0], s, op.start, f"{lbl} .. {nemesis_label(op)}",
+                                    tuple(ix) + op.indices))
+    for kind, starts in open_.items():
+        faults += [Fault(kind, s, end_of_test, lbl, tuple(ix)) for s, lbl, ix in starts]
+    faults.sort(key=lambda f: f.start)
+    return faults, markers

@@ -1,0 +1,142 @@
+"""Latency, throughput and the whole-run timeline overview, with nemesis bands.
+
+Point clouds are downsampled to a fixed budget (keeping every failed, unknown and
+anomaly-referenced op) so that a million-op history still gives a small page.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.ticker import FuncFormatter
+
+from .figures import SECONDS, figure, outside_legend, shade_faults, to_data_uri
+from .ops import NEMESIS, Fault, Op
+
+POINT_BUDGET = 20_000
+TYPE_COLOURS = {"ok": "#2ca02c", "fail": "#d62728", "info": "#ff7f0e"}
+F_MARKERS = ["o", "s", "^", "D", "v", "P"]
+
+
+def _client_ops(ops: list[Op]) -> list[Op]:
+    return [op for op in ops if op.process != NEMESIS]
+
+
+def _keep(ops: list[Op], budget: int, rng: np.random.Generator) -> list[Op]:
+    """At most ``budget`` ops: every non-ok and referenced op, then a uniform sample of the rest."""
+    if len(ops) <= budget:
+        return ops
+    must = [op for op in ops if op.type != "ok" or op.ref]
+    rest = [op for op in ops if op.type == "ok" and not op.ref]
+    room = max(0, budget - len(must))
+    if room < len(rest):
+        pick = rng.choice(len(rest), size=room, replace=False)
+        rest = [rest[i] for i in sorted(pick)]
+    return must[:budget] + rest
+
+
+def latency_plot(ops: list[Op], faults: list[Fault]) -> str | None:
+    client = _client_ops(ops)
+    if not client:
+        return None
+    rng = np.random.default_rng(0)
+    shown = _keep(client, POINT_BUDGET, rng)
+    fs = sorted({str(op.f) for op in client})
+    with figure(height=3.6) as (fig, ax):
+        shade_faults(ax, faults)
+        for fi, f in enumerate(fs):
+            for kind, colour in TYPE_COLOURS.items():
+                pts = [op for op in shown if str(op.f) == f and op.type == kind]
+                if pts:
+                    ax.scatter([op.start * SECONDS for op in pts],
+                               [max(op.latency, 1000) / 1e6 for op in pts],
+                               s=4, marker=F_MARKERS[fi % len(F_MARKERS)], color=colour,
+                               alpha=0.5, lw=0, label=f"{f} {kind}", rasterized=True)
+        _quantile_lines(ax, client)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("time since test start (s)")
+        ax.set_ylabel("latency (ms)")
+        ax.set_title(f"Latency of {len(client):,} client ops"
+                     + (f" ({len(shown):,} points drawn)" if len(shown) < len(client) else ""))
+        outside_legend(fig, ax)
+        return to_data_uri(fig)
+
+
+def _quantile_lines(ax, client: list[Op], buckets: int = 60) -> None:
+    """p50 / p95 / p99 of ok-op latency per time bucket."""
+    ok = [op for op in client if op.type == "ok"]
+    if len(ok) < 10:
+        return
+    t = np.fromiter((op.start for op in ok), dtype=np.int64, count=len(ok))
+    lat = np.fromiter((op.latency for op in ok), dtype=np.int64, count=len(ok)) / 1e6
+    edges = np.linspace(t.min(), t.max() + 1, buckets + 1)
+    which = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, buckets - 1)
+    order = np.argsort(which, kind="stable")
+    splits = np.searchsorted(which[order], np.arange(buckets + 1))
+    mids, qs = [], []
+    for b in range(buckets):
+        chunk = lat[order[splits[b]:splits[b + 1]]]
+        if len(chunk):
+            mids.append((edges[b] + edges[b + 1]) / 2 * SECONDS)
+            qs.append(np.percentile(chunk, [50, 95, 99]))
+    if not qs:
+        return
+    qs = np.array(qs)
+    for col, (name, style) in enumerate([("p50", "-"), ("p95", "--"), ("p99", ":")]):
+        ax.plot(mids, np.maximum(qs[:, col], 1e-3), style, color="black", lw=1, label=f"ok {name}")
+
+
+def throughput_plot(ops: list[Op], faults: list[Fault]) -> str | None:
+    client = _client_ops(ops)
+    if not client:
+        return None
+    end = np.fromiter((op.end for op in client), dtype=np.int64, count=len(client))
+    span = max(int(end.max() - end.min()), 1)
+    buckets = int(min(200, max(10, span * SECONDS)))
+    edges = np.linspace(0, end.max() + 1, buckets + 1)
+    width_s = (edges[1] - edges[0]) * SECONDS
+    kinds = np.array([op.type for op in client])
+    with figure(height=3.0) as (fig, ax):
+        shade_faults(ax, faults)
+        for kind, colour in TYPE_COLOURS.items():
+            sel = end[kinds == kind]
+            if len(sel):
+                counts, _ = np.histogram(sel, bins=edges)
+                ax.step(edges[:-1] * SECONDS, counts / width_s, where="post", color=colour, label=kind)
+        ax.set_xlabel("time since test start (s)")
+        ax.set_ylabel("completions / s")
+        ax.set_title("Throughput by completion type")
+        outside_legend(fig, ax)
+        return to_data_uri(fig)
+
+
+def overview_plot(ops: list[Op], faults: list[Fault]) -> str | None:
+    """Every process as a row, each op a line from invoke to completion (downsampled)."""
+    client = _client_ops(ops)
+    if not client:
+        return None
+    shown = _keep(client, POINT_BUDGET, np.random.default_rng(1))
+    procs = sorted({op.process for op in client}, key=lambda p: (not isinstance(p, int), str(p) if not isinstance(p, int) else p))
+    row = {p: i for i, p in enumerate(procs)}
+    height = min(6.0, 1.6 + 0.12 * len(procs))
+    with figure(height=height) as (fig, ax):
+        shade_faults(ax, faults)
+        for kind, colour in TYPE_COLOURS.items():
+            pts = [op for op in shown if op.type == kind]
+            if pts:
+                ax.hlines([row[op.process] for op in pts], [op.start * SECONDS for op in pts],
+                          [op.end * SECONDS for op in pts], colors=colour, lw=3, label=kind,
+                          rasterized=True)
+        refs = [op for op in client if op.ref]
+        if refs:
+            ax.scatter([op.start * SECONDS for op in refs], [row[op.process] for op in refs],
+                       marker="v", s=30, color="black", label="in an anomaly", zorder=3)
+        ax.set_xlabel("time since test start (s)")
+        ax.set_ylabel("process")
+        if len(procs) <= 40:
+            ax.set_yticks(range(len(procs)), [str(p) for p in procs])
+        ax.invert_yaxis()
+        ax.set_title(f"Overview of all {len(client):,} client ops"
+                     + (f" ({len(shown):,} drawn)" if len(shown) < len(client) else ""))
+        outside_legend(fig, ax)
+        return to_data_uri(fig)

@@ -1,0 +1,113 @@
+"""Per-replica LEO and HW over time for one partition, from ``samples.jsonl``.
+
+This is the picture behind most replication bugs: which replica was ahead, when
+the HW moved, when a leader was elected (epoch bump) and when the ISR changed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .figures import SECONDS, figure, outside_legend, shade_faults, to_data_uri
+from .ops import Fault
+
+NODE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
+
+
+@dataclass
+class PartitionSeries:
+    """Samples of one partition: per node (time, leo, hw), plus elections and ISR changes."""
+
+    key: int
+    by_node: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
+    elections: list[tuple[int, Any, Any]] = field(default_factory=list)  # (time, epoch, leader)
+    isr_changes: list[tuple[int, tuple]] = field(default_factory=list)  # (time, isr)
+
+
+def _int(x: Any) -> int | None:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def partition_series(samples: list[dict], keys: set[int]) -> dict[int, PartitionSeries]:
+    """Series for the partitions in ``keys`` (every partition when ``keys`` is empty)."""
+    out: dict[int, PartitionSeries] = {}
+    rows = []
+    for s in samples:
+        state = s.get("state") if isinstance(s.get("state"), dict) else {}
+        parts = state.get("partitions") if isinstance(state.get("partitions"), list) else []
+        t = _int(s.get("time"))
+        if t is None:
+            continue
+        node = str(s.get("node", state.get("broker", "?")))
+        for p in parts:
+            if isinstance(p, dict) and (key := _int(p.get("partition"))) is not None and (not keys or key in keys):
+                rows.append((t, node, key, p))
+    rows.sort(key=lambda r: r[0])
+    last_epoch: dict[int, Any] = {}
+    last_isr: dict[int, tuple] = {}
+    for t, node, key, p in rows:
+        ser = out.setdefault(key, PartitionSeries(key))
+        leo, hw = _int(p.get("leo")), _int(p.get("hw"))
+        if leo is not None and hw is not None:
+            ser.by_node.setdefault(node, []).append((t, leo, hw))
+        epoch = _int(p.get("leader_epoch"))
+        if epoch is not None and (key not in last_epoch or epoch > last_epoch[key]):
+            if key in last_epoch:
+                ser.elections.append((t, epoch, p.get("leader")))
+            last_epoch[key] = epoch
+        isr = p.get("isr")
+        if p.get("role") == "leader" and isinstance(isr, list):
+            isr_t = tuple(sorted(map(str, isr)))
+            if last_isr.get(key) != isr_t:
+                if key in last_isr:
+                    ser.isr_changes.append((t, isr_t))
+                last_isr[key] = isr_t
+    return out
+
+
+def _with_gaps(pts: list[tuple[int, int, int]]) -> tuple[list[float], list[float], list[float]]:
+    """Seconds, LEO, HW, with a break (NaN) where a node gave no sample for a while (it was down)."""
+    gaps = sorted(b[0] - a[0] for a, b in zip(pts, pts[1:]))
+    limit = 3 * gaps[len(gaps) // 2] if gaps else 0
+    ts, leo, hw = [], [], []
+    for j, (t, lo, h) in enumerate(pts):
+        if j and limit and t - pts[j - 1][0] > limit:
+            ts.append((pts[j - 1][0] + limit / 3) * SECONDS)
+            leo.append(math.nan)
+            hw.append(math.nan)
+        ts.append(t * SECONDS)
+        leo.append(lo)
+        hw.append(h)
+    return ts, leo, hw
+
+
+def replica_plot(series: PartitionSeries, faults: list[Fault]) -> str | None:
+    if not series.by_node:
+        return None
+    with figure(height=3.4) as (fig, ax):
+        shade_faults(ax, faults)
+        for i, (node, pts) in enumerate(sorted(series.by_node.items())):
+            colour = NODE_COLOURS[i % len(NODE_COLOURS)]
+            ts, leo, hw = _with_gaps(pts)
+            ax.step(ts, leo, where="post", color=colour, lw=1.4, label=f"{node} LEO")
+            ax.step(ts, hw, where="post", color=colour, lw=1.0, ls="--", label=f"{node} HW")
+        top = ax.get_ylim()[1]
+        for t, epoch, leader in series.elections:
+            ax.axvline(t * SECONDS, color="black", lw=1.2)
+            ax.text(t * SECONDS, top, f" epoch {epoch}: leader {leader}", rotation=90, va="top",
+                    ha="right", fontsize=7)
+        for t, isr in series.isr_changes:
+            ax.axvline(t * SECONDS, color="#9467bd", lw=0.9, ls=":")
+            ax.text(t * SECONDS, 0, f" ISR {','.join(isr)}", rotation=90, va="bottom", ha="left",
+                    fontsize=7, color="#9467bd")
+        ax.set_xlabel("time since test start (s)")
+        ax.set_ylabel("offset")
+        ax.set_title(f"Partition {series.key}: LEO (solid) and HW (dashed) per replica; "
+                     "black lines are elections, dotted purple lines ISR changes")
+        outside_legend(fig, ax)
+        return to_data_uri(fig)

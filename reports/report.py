@@ -1,0 +1,134 @@
+"""Build ``report.html`` for one run store: the page a person reviews.
+
+The page is a single self-contained file (inline CSS, inline SVG data URIs, no
+script or font from elsewhere) so it opens from ``file://`` anywhere.  All text
+that came from the history or the system under test passes through jinja2's
+autoescaping; nothing from the store is marked safe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from . import anomalies as anomalies_mod
+from .diff_grid import grids
+from .ops import fault_intervals, mark_referenced, nemesis_label, pair_ops
+from .ops_table import select_rows
+from .perf_plots import latency_plot, overview_plot, throughput_plot
+from .render import render
+from .replica_plots import partition_series, replica_plot
+from .store import read_store
+from .timeline import windows
+from .topology import topologies
+
+log = logging.getLogger(__name__)
+DETAIL_PARTITIONS = 8  # partitions drawn when no partition has an anomaly
+STANDARD_FIELDS = {"valid", "counts", "examples"}
+
+
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested config as (dotted key, JSON text) pairs for the configuration table."""
+    if isinstance(value, dict) and value:
+        out = []
+        for k, v in value.items():
+            out += flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return [(prefix or "(value)", text)]
+
+
+def test_summary(test: dict, store_dir: Path) -> dict[str, str]:
+    """Name, era and nemesis of a run, read tolerantly from test.json and the path."""
+    def pick(*names: str) -> Any:
+        for n in names:
+            if test.get(n) not in (None, ""):
+                return test[n]
+        return None
+
+    nemesis = pick("nemesis", "faults")
+    if isinstance(nemesis, dict):
+        nemesis = nemesis.get("name") or nemesis.get("faults") or nemesis.get("scenario") or nemesis
+    if isinstance(nemesis, (list, dict)):
+        nemesis = ",".join(map(str, nemesis)) if isinstance(nemesis, list) else json.dumps(nemesis)
+    return {"name": str(pick("name", "test", "scenario") or store_dir.parent.name),
+            "era": str(pick("era", "generation") or "?"),
+            "nemesis": str(nemesis or "none"),
+            "start": str(pick("start_time", "start") or store_dir.name)}
+
+
+def checker_details(results: dict | None) -> list[tuple[str, str]]:
+    """Extra fields of each checker (truncation points, per-replica offsets ...), as JSON."""
+    out = []
+    for name, section in anomalies_mod.checker_sections(results).items():
+        extra = {k: v for k, v in section.items() if k not in STANDARD_FIELDS}
+        if extra:
+            text = json.dumps(extra, indent=1, default=str)
+            out.append((name, text if len(text) < 20000 else text[:20000] + "\n..."))
+    return out
+
+
+def build_report(store_dir: str | Path) -> str:
+    """Read the store, draw everything, write ``report.html``; returns its path."""
+    store = read_store(store_dir)
+    ops = pair_ops(store.history)
+    end_of_test = max((op.end for op in ops), default=0)
+    faults, markers = fault_intervals(ops, end_of_test)
+    found = anomalies_mod.collect(store.results)
+    referenced = anomalies_mod.referenced_ops(found)
+    mark_referenced(ops, referenced)
+    keys = anomalies_mod.anomaly_keys(found)
+    summary = test_summary(store.test, store.path)
+    css, sentence = anomalies_mod.verdict(store.results, found, len(store.history))
+
+    series = partition_series(store.samples, set(keys))
+    if not keys:
+        series = dict(sorted(series.items())[:DETAIL_PARTITIONS])
+    replica_figs = [(k, replica_plot(s, faults)) for k, s in sorted(series.items())]
+    diff = grids(store.dumps, keys)
+    if not diff and not keys:
+        diff = grids(store.dumps, list(range(DETAIL_PARTITIONS)))
+    timeline = windows(ops, faults)
+    in_timeline = {i for w in timeline for b in w.boxes for i in b.indices}
+    rows, total = select_rows(store.history, ops, referenced, also=in_timeline)
+    table_anchors = {f"op-{r.index}" for r in rows}
+    for box in (b for w in timeline for b in w.boxes):
+        box.target = next((f"op-{i}" for i in box.indices if f"op-{i}" in table_anchors), "ops")
+    nodes = store.test.get("nodes") if isinstance(store.test.get("nodes"), list) else []
+
+    context = {
+        "summary": summary,
+        "store_path": str(store.path),
+        "verdict_css": css,
+        "verdict": sentence,
+        "problems": store.problems,
+        "config": flatten(store.test),
+        "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
+        "anomalies": found,
+        "checker_details": checker_details(store.results),
+        "timeline_of": {i: b.anchor for w in timeline for b in w.boxes for i in b.indices},
+        "table_anchors": table_anchors,
+        "latency": latency_plot(ops, faults),
+        "throughput": throughput_plot(ops, faults),
+        "overview": overview_plot(ops, faults),
+        "windows": timeline,
+        "faults": faults,
+        "markers": markers,
+        "replica_figs": replica_figs,
+        "grids": diff,
+        "grid_anchors": {g.anchor for g in diff},
+        "nemesis_label": nemesis_label,
+        "topologies": topologies(ops, [str(n) for n in nodes]),
+        "rows": rows,
+        "total_rows": total,
+        "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "cell_text": anomalies_mod.cell_text,
+        "example_ops": anomalies_mod.example_ops,
+    }
+    out = store.path / "report.html"
+    out.write_text(render("report.html.j2", context), encoding="utf-8")
+    log.info("wrote %s", out)
+    return str(out)

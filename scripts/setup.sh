@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set up a fresh machine (Debian, as root) for the harness. Idempotent: safe to
+# run before every demo or test run.
+#   - Debian packages the netns backend and the faults need (apt-get)
+#   - Java for Spark, python3-venv for the virtual environment
+#   - .venv with the project installed editable, test extras included
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "setup: $*" >&2; }
+
+DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless)
+missing=()
+for p in "${DEBS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        say "missing Debian packages: ${missing[*]}; run this script as root"
+        exit 2
+    fi
+    say "apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    say "creating .venv"
+    "$PY" -m venv .venv
+fi
+# Reinstall only when pyproject.toml changed since the last install.
+stamp=.venv/.replog-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! .venv/bin/python -c "import harness" 2>/dev/null; then
+    say "pip install -e .[test]"
+    .venv/bin/pip install -q --upgrade pip >/dev/null
+    .venv/bin/pip install -q -e ".[test]"
+    touch "$stamp"
+fi
+say "ready (.venv/bin/harness)"

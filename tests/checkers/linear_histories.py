@@ -1,0 +1,196 @@
+"""Histories for the linearizability tests: simulated objects and a brute-force oracle.
+
+The simulators run concurrent processes against a real sequential object;
+each op takes effect at one instant between its invocation and completion,
+so every history they produce is linearizable by construction.  Processes
+may crash (the op ends in ``info``, before or after taking effect, and the
+process gets a new id as in Jepsen), may never complete, and ops that did
+not take effect may end in ``fail``.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any
+
+from hypothesis import strategies as st
+
+
+@st.composite
+def register_histories(draw, cas: bool = True, processes: int = 3, max_steps: int = 40,
+                       initial: int = 0, values: int = 5, settle: bool = False) -> list[dict]:
+    """A history of a simulated (cas-)register.
+
+    ``settle``: no crashes, and every call still open at the end takes effect
+    and completes, so the final state is known (no indefinite writes).
+    """
+    state = initial
+    ops: list[dict] = []
+    pids = list(range(processes))
+    next_pid = processes
+    pending: dict[int, dict] = {}  # slot -> {"pid", "f", "value", "applied", "result"}
+    fs = ["read", "write", "cas"] if cas else ["read", "write"]
+
+    def emit(pid, kind, f, value):
+        ops.append({"index": len(ops), "process": pid, "type": kind, "f": f, "value": value})
+
+    def apply(call, state):
+        call["applied"] = True
+        f, value = call["f"], call["value"]
+        if f == "read":
+            call["result"] = state
+        elif f == "write":
+            state = value
+        elif state == value[0]:
+            state = value[1]
+        else:
+            call["result"] = "failed-cas"
+        return state
+
+    def complete(pid, call):
+        if call["result"] == "failed-cas":
+            emit(pid, "fail", call["f"], call["value"])
+        elif call["f"] == "read":
+            emit(pid, "ok", "read", call["result"])
+        else:
+            emit(pid, "ok", call["f"], call["value"])
+
+    for _ in range(draw(st.integers(0, max_steps))):
+        slot = draw(st.integers(0, processes - 1))
+        pid = pids[slot]
+        call = pending.get(slot)
+        if call is None:
+            f = draw(st.sampled_from(fs))
+            if f == "read":
+                value = None
+            elif f == "write":
+                value = draw(st.integers(0, values - 1))
+            else:
+                value = [draw(st.integers(0, values - 1)), draw(st.integers(0, values - 1))]
+            pending[slot] = {"pid": pid, "f": f, "value": value, "applied": False, "result": None}
+            emit(pid, "invoke", f, value)
+            continue
+        action = draw(st.sampled_from(["apply", "complete"] if settle else ["apply", "complete", "crash"]))
+        if action == "apply" and not call["applied"]:
+            state = apply(call, state)
+        elif action == "complete" and call["applied"]:
+            del pending[slot]
+            complete(pid, call)
+        elif action == "complete":  # not applied: a definite failure
+            del pending[slot]
+            emit(pid, "fail", call["f"], call["value"])
+        elif action == "crash":
+            del pending[slot]
+            emit(pid, "info", call["f"], call["value"])
+            pids[slot] = next_pid
+            next_pid += 1
+    if settle:
+        for slot in sorted(pending):
+            call = pending[slot]
+            if not call["applied"]:
+                state = apply(call, state)
+            complete(pids[slot], call)
+    return ops  # unless settled, still-pending calls never complete
+
+
+@st.composite
+def log_histories(draw, keys: int = 2, processes: int = 3, max_steps: int = 40) -> list[dict]:
+    """A history of simulated per-key logs with Kafka-style send/poll ops."""
+    logs: dict[int, list[int]] = {k: [] for k in range(keys)}
+    ops: list[dict] = []
+    pending: dict[int, dict] = {}
+    pids = list(range(processes))
+    next_pid = processes
+    next_value = itertools.count(100)
+
+    def emit(pid, kind, f, value):
+        ops.append({"index": len(ops), "time": len(ops) * 1000, "process": pid, "type": kind,
+                    "f": f, "value": value})
+
+    for _ in range(draw(st.integers(0, max_steps))):
+        slot = draw(st.integers(0, processes - 1))
+        pid = pids[slot]
+        call = pending.get(slot)
+        if call is None:
+            if draw(st.booleans()):
+                key = draw(st.integers(0, keys - 1))
+                call = {"f": "send", "value": [key, next(next_value)], "applied": False}
+            else:
+                call = {"f": "poll", "value": None, "applied": False}
+            pending[slot] = call
+            emit(pid, "invoke", call["f"], call["value"])
+            continue
+        action = draw(st.sampled_from(["apply", "complete", "crash"]))
+        if action == "apply" and not call["applied"]:
+            call["applied"] = True
+            if call["f"] == "send":
+                key, value = call["value"]
+                call["result"] = [key, [len(logs[key]), value]]
+                logs[key].append(value)
+            else:
+                result = {}
+                for key in range(keys):
+                    start = draw(st.integers(0, len(logs[key])))
+                    end = draw(st.integers(start, len(logs[key])))
+                    result[str(key)] = [[o, logs[key][o]] for o in range(start, end)]
+                call["result"] = result
+        elif action == "complete" and call["applied"]:
+            del pending[slot]
+            emit(pid, "ok", call["f"], call["result"])
+        elif action == "complete" and call["f"] == "send":
+            del pending[slot]
+            emit(pid, "fail", "send", call["value"])
+        elif action == "crash":
+            del pending[slot]
+            emit(pid, "info", call["f"], call["value"])
+            pids[slot] = next_pid
+            next_pid += 1
+    return ops
+
+
+def brute_force_register(ops: list[dict], initial: Any = 0) -> bool:
+    """Linearizable as a cas-register?  Exhaustive search over orders (small histories only).
+
+    Written independently of checkers.linear: pairs ops itself, tries every
+    order consistent with real time, and lets indefinite calls be skipped.
+    """
+    calls = []  # (inv, comp or inf, f, value)
+    open_by_pid: dict[Any, int] = {}
+    for pos, op in enumerate(ops):
+        pid = op["process"]
+        if op["type"] == "invoke":
+            open_by_pid[pid] = len(calls)
+            calls.append([pos, float("inf"), op["f"], op["value"], True])
+        elif pid in open_by_pid:
+            slot = open_by_pid.pop(pid)
+            if op["type"] == "ok":
+                calls[slot][1] = pos
+                calls[slot][3] = op["value"]
+            elif op["type"] == "fail":
+                calls[slot][4] = False
+    calls = [c[:4] for c in calls if c[4]]
+
+    def apply(state, f, value):
+        if f == "read":
+            return (value is None or value == state), state
+        if f == "write":
+            return True, value
+        return state == value[0], value[1]
+
+    @functools.lru_cache(maxsize=None)
+    def search(remaining: frozenset, state) -> bool:
+        if all(calls[i][1] == float("inf") for i in remaining):
+            return True
+        earliest_completion = min(calls[i][1] for i in remaining)
+        for i in remaining:
+            inv, comp, f, value = calls[i]
+            if inv > earliest_completion:
+                continue  # some remaining call completed before this one began
+            ok, new_state = apply(state, f, value)
+            if ok and search(remaining - {i}, new_state):
+                return True
+            if comp == float("inf") and search(remaining - {i}, state):
+                return True  # an indefinite call that never took effect
+        return False
+
+    return search(frozenset(range(len(calls))), initial)

@@ -1,0 +1,20 @@
+"""Helpers for the docker/ssh backend tests (a unique module name: test
+folders are not packages here)."""
+from __future__ import annotations
+
+import secrets
+import tempfile
+from pathlib import Path
+
+from harness.cleanup import RunRecord
+from harness.cluster.docker import DockerCluster
+
+REPO = Path(__file__).resolve().parents[2]
+# Run records of the test clusters (removed by the session fixture).
+RECORDS = Path(tempfile.gettempdir()) / "hx-docker-test-records"
+
+
+def new_cluster(nodes: int = 3, subnet: str = "10.211.0.0/24", **kw) -> DockerCluster:
+    run_id = "t" + secrets.token_hex(3)
+    record = RunRecord(run_id, run_dir=RECORDS)
+    return DockerCluster(run_id, nodes, record, subnet=subnet, **kw)

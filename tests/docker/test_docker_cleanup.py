@@ -1,0 +1,53 @@
+"""A harness killed with SIGKILL leaves containers and a network; the
+labels let `cleanup_docker()` (called by `harness cleanup`) remove them,
+while the clusters of live runs are left alone."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from harness.cluster.docker import LABEL_RUN, cleanup_docker, docker_client
+
+from dockertest_util import REPO
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[1])
+    from dockertest_util import new_cluster
+    c = new_cluster(nodes=1, subnet="10.211.5.0/24")
+    c.create()
+    print(c.run_id, flush=True)
+    time.sleep(600)
+""")
+
+
+def _labelled(run_id: str) -> list[str]:
+    client = docker_client()
+    label = {"label": f"{LABEL_RUN}={run_id}"}
+    return [c.name for c in client.containers.list(all=True, filters=label)] + \
+        [n.name for n in client.networks.list(filters=label)]
+
+
+def test_cleanup_after_sigkill_spares_live_runs(cluster):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    child = subprocess.Popen([sys.executable, "-c", CHILD, os.path.dirname(__file__)],
+                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        run_id = child.stdout.readline().strip()
+        assert run_id, "the child harness did not bring its cluster up"
+        assert len(_labelled(run_id)) == 3  # ctl, n1, network
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert len(_labelled(run_id)) == 3  # SIGKILL left them
+    removed = cleanup_docker()
+    assert sorted(removed) == sorted([f"container hx-{run_id}-ctl", f"container hx-{run_id}-n1",
+                                      f"network hx-{run_id}"])
+    assert _labelled(run_id) == []
+    # The module's cluster belongs to this live process: untouched.
+    assert len(_labelled(cluster.run_id)) == 5
+    assert cluster.remotes["n1"].run(["true"]).returncode == 0
+    assert cleanup_docker() == []  # idempotent

@@ -1,0 +1,60 @@
+"""Shared fixtures of the report tests: synthetic stores and one headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from headless import Browser, chromium_path  # noqa: E402
+from synthetic_store import make_store  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def store_root(tmp_path_factory) -> Path:
+    """A store root with a lossy era-hw run and a valid era-epoch run."""
+    root = tmp_path_factory.mktemp("store")
+    make_store(root, test="hw-data-loss", era="hw", lossy=True, n_ops=3000, start="20261121T190000")
+    make_store(root, test="hw-data-loss", era="epoch", lossy=False, n_ops=3000, start="20261121T191500", seed=2)
+    return root
+
+
+@pytest.fixture(scope="session")
+def lossy_store(store_root) -> Path:
+    return store_root / "hw-data-loss" / "20261121T190000"
+
+
+@pytest.fixture(scope="session")
+def valid_store(store_root) -> Path:
+    return store_root / "hw-data-loss" / "20261121T191500"
+
+
+def extra_stores() -> list[str]:
+    """Real stores to check as well: REPORT_STORES=dir1:dir2 (os.pathsep separated)."""
+    return [p for p in os.environ.get("REPORT_STORES", "").split(os.pathsep) if p]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    b = Browser(exe)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir(tmp_path_factory) -> Path:
+    """Where screenshots go: REPORT_SCREENSHOTS if set (to look at them), else a temp dir."""
+    path = os.environ.get("REPORT_SCREENSHOTS")
+    if path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        return Path(path)
+    return tmp_path_factory.mktemp("screenshots")

@@ -1,0 +1,131 @@
+"""Reports rendered by a real headless Chromium: no JavaScript error, every part visible.
+
+Runs on the synthetic stores and on any real store listed in REPORT_STORES
+(os.pathsep separated store directories), e.g.
+``REPORT_STORES=store/hw-data-loss/latest REPORT_SCREENSHOTS=/tmp/shots pytest tests/reports``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import extra_stores
+from synthetic_store import make_store
+
+import reports
+
+PAGE_FACTS = """(() => {
+  const imgs = [...document.querySelectorAll('img.plot')];
+  return {
+    verdict: (document.getElementById('verdict') || {}).innerText || '',
+    verdictClass: (document.getElementById('verdict') || {}).className || '',
+    anomalyTables: document.querySelectorAll('table.anomaly-table').length,
+    anomalyRows: document.querySelectorAll('table.anomaly-table tr').length,
+    plots: imgs.length,
+    brokenPlots: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.id || i.alt),
+    replicaPlots: document.querySelectorAll('img.replica-plot').length,
+    diffGrids: document.querySelectorAll('table.diff-grid').length,
+    divergentCells: document.querySelectorAll('table.diff-grid td.divergent').length,
+    timelineBoxes: document.querySelectorAll('.timeline a.op').length,
+    scripts: document.querySelectorAll('script').length,
+  };
+})()"""
+
+
+def _targets(lossy_store, valid_store):
+    return [("hw-lossy", lossy_store, False), ("epoch-valid", valid_store, True)] + [
+        (f"real-{i}", Path(p), None) for i, p in enumerate(extra_stores())]
+
+
+@pytest.fixture(scope="module")
+def built(lossy_store, valid_store):
+    out = []
+    for name, store, expect_valid in _targets(lossy_store, valid_store):
+        out.append((name, Path(reports.build_report(store)), expect_valid))
+    return out
+
+
+def test_reports_render_without_errors(browser, built, screenshot_dir):
+    for name, report, expect_valid in built:
+        page = browser.load(report.as_uri())
+        try:
+            assert page.errors == [], f"{name}: {page.errors}"
+            facts = browser.evaluate(page, PAGE_FACTS)
+            assert facts["verdict"], name
+            assert facts["brokenPlots"] == [], name
+            assert facts["plots"] >= 3 and facts["replicaPlots"] >= 1, (name, facts)
+            assert facts["diffGrids"] >= 1, (name, facts)
+            assert facts["timelineBoxes"] > 0, (name, facts)
+            assert facts["scripts"] == 0
+            results_path = report.parent / "results.json"
+            valid = json.loads(results_path.read_text()).get("valid") if results_path.exists() else None
+            if expect_valid is not None:
+                assert valid is expect_valid
+            if valid is False:
+                assert "invalid" in facts["verdictClass"] and facts["anomalyTables"] >= 1, (name, facts)
+            if valid is True:
+                assert "valid" in facts["verdictClass"].split() and facts["anomalyTables"] == 0
+            browser.screenshot(page, screenshot_dir / f"{name}-full.png", max_height=6000)
+            browser.screenshot(page, screenshot_dir / f"{name}-diff.png", selector="table.diff-grid")
+            assert (screenshot_dir / f"{name}-full.png").stat().st_size > 10_000
+        finally:
+            browser.close_page(page)
+
+
+def test_anomaly_link_jumps_to_the_op(browser, lossy_store, built):
+    report = Path(lossy_store) / "report.html"
+    page = browser.load(report.as_uri())
+    try:
+        moved = browser.evaluate(page, """(() => {
+            const link = document.querySelector('table.anomaly-table a[href^="#op-"]');
+            link.click();
+            const row = document.querySelector(link.getAttribute('href'));
+            return {hash: location.hash, target: row.matches(':target'), top: row.getBoundingClientRect().top};
+        })()""")
+        assert moved["hash"].startswith("#op-") and moved["target"]
+        assert 0 <= moved["top"] < 1000  # scrolled into the viewport
+    finally:
+        browser.close_page(page)
+
+
+def test_script_value_shows_as_text(browser, tmp_path):
+    evil = "<script>alert(1)</script>"
+    report = Path(reports.build_report(make_store(tmp_path, n_ops=300, evil_value=evil)))
+    page = browser.load(report.as_uri())
+    try:
+        assert page.errors == []
+        shown = browser.evaluate(page, f"document.body.innerText.includes({json.dumps(evil)})")
+        assert shown is True
+        assert browser.evaluate(page, "document.querySelectorAll('script').length") == 0
+    finally:
+        browser.close_page(page)
+
+
+def test_index_sorts_and_filters(browser, store_root, built, screenshot_dir):
+    index = Path(reports.build_index(store_root))
+    page = browser.load(index.as_uri())
+    try:
+        assert page.errors == []
+        rows = "[...document.querySelectorAll('#runs tbody tr')]"
+        visible = f"{rows}.filter(r => r.style.display !== 'none').map(r => r.cells[1].innerText)"
+        assert sorted(browser.evaluate(page, visible)) == ["epoch", "hw"]
+        browser.evaluate(page, """(() => { const s = document.getElementById('verdict-filter');
+            s.value = 'invalid'; s.dispatchEvent(new Event('change')); })()""")
+        assert browser.evaluate(page, visible) == ["hw"]
+        browser.evaluate(page, """(() => { const s = document.getElementById('verdict-filter');
+            s.value = ''; s.dispatchEvent(new Event('change'));
+            const t = document.getElementById('filter'); t.value = 'epoch';
+            t.dispatchEvent(new Event('input')); })()""")
+        assert browser.evaluate(page, visible) == ["epoch"]
+        browser.evaluate(page, """(() => { const t = document.getElementById('filter'); t.value = '';
+            t.dispatchEvent(new Event('input'));
+            document.querySelectorAll('#runs th')[5].click(); })()""")  # anomalies, ascending
+        order = browser.evaluate(page, f"{rows}.map(r => r.cells[5].innerText)")
+        assert order == sorted(order, key=int)
+        assert browser.evaluate(page, f"{rows}.every(r => r.querySelector('a[href$=\"report.html\"]'))")
+        browser.screenshot(page, screenshot_dir / "index.png")
+        assert browser.errors(page.session) == []
+    finally:
+        browser.close_page(page)

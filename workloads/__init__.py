@@ -1,0 +1,1 @@
+"""Client workloads and operation generators."""
