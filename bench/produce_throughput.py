@@ -7,7 +7,7 @@ a fixed time, first with one record per request, then with batches. Prints
 records/s per mode and one JSON line with all figures.
 
     .venv/bin/python bench/produce_throughput.py [--seconds 10] [--producers 16] [--batch 100]
-        [--era epoch] [--shared-too] [--profile DIR]   # DIR: cProfile output of every process (*.prof)
+        [--era epoch] [--shared-too] [--set k=v] [--profile DIR]   # DIR: cProfile output of every process (*.prof)
 """
 
 from __future__ import annotations
@@ -130,12 +130,15 @@ def main(argv=None) -> int:
     parser.add_argument("--producers", type=int, default=16)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--era", default="epoch", choices=["hw", "kip101", "epoch"])
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker/controller setting on top of the test fixture's fast timings")
     parser.add_argument("--shared-too", action="store_true",
                         help="also run both modes with one Client shared by all producers")
     parser.add_argument("--profile", type=Path, help="write cProfile output of every process here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="produce-bench-") as tmp:
-        cluster = LocalCluster(Path(tmp), brokers=3, era=args.era, profile_dir=args.profile)
+        settings = dict(item.split("=", 1) for item in args.set)
+        cluster = LocalCluster(Path(tmp), brokers=3, era=args.era, settings=settings, profile_dir=args.profile)
         try:
             cluster.start()
             results = asyncio.run(bench(args, cluster))

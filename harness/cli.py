@@ -64,6 +64,8 @@ def run(
         code = r.execute()
     except (SpecError, RunError, StoreError) as e:
         fail(str(e))
+    except OSError as e:
+        fail(f"{type(e).__name__}: {e}")
     if r.store is not None:
         typer.echo(str(r.store))
     raise typer.Exit(code)
@@ -166,6 +168,23 @@ def bench(ctx: typer.Context):
         kwargs[k[2:].replace("-", "_")] = v
     res = run_bench(**kwargs)
     typer.echo(json.dumps(res, indent=2, default=str))
+
+
+@app.command()
+def scenario(
+    name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
+    era: Optional[str] = typer.Option(None, help="hw | kip101 | epoch"),
+    file: Optional[Path] = typer.Option(None, "--file", help="your own scenario script (YAML)"),
+    list_: bool = typer.Option(False, "--list", help="list the library with the expected verdicts"),
+    backend: str = typer.Option("netns", help="netns | docker | ssh"),
+    expect: bool = typer.Option(False, "--expect", help="exit 0 iff the verdict is the declared one (CI)"),
+    store_root: str = typer.Option("store", "--store", help="store root directory"),
+    subnet: Optional[str] = typer.Option(None, help="netns subnet (default 10.210.0.0/24)"),
+):
+    """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
+    run_command = _entry("nemesis.scenarios.cli", "run_command")
+    raise typer.Exit(run_command(name, str(file) if file else None, era, list_=list_, backend=backend,
+                                 expect=expect, store_root=store_root, subnet=subnet))
 
 
 def main() -> None:

@@ -44,6 +44,14 @@ def preflight(spec: TestSpec) -> None:
         raise RunError("the netns backend needs root (network namespaces, veths, iptables): run as root")
     if not (REPO_DIR / "replica").is_dir():
         raise RunError(f"no replica/ package under {REPO_DIR}; run from a full checkout")
+    try:  # replica settings are checked by the replica's own rules
+        from replica.config import ConfigError, build
+        try:
+            build(spec.era, spec.settings)
+        except ConfigError as e:
+            raise RunError(f"--set: {e}") from None
+    except ImportError:
+        pass
     if spec.backend == "netns":
         from harness.cluster.netns import host_addresses
         try:
@@ -102,7 +110,9 @@ class Run:
             self._run_cluster(cluster)
         except Interrupted as e:
             interrupted = str(e)
-        except (ClusterError, RunError, TimeoutError, OSError) as e:
+        except (ClusterError, RunError) as e:
+            error = str(e)
+        except (TimeoutError, OSError) as e:
             error = f"{type(e).__name__}: {e}"
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -119,8 +129,10 @@ class Run:
                     self.history.close()
         if interrupted or error:
             msg = f"interrupted by {interrupted}" if interrupted else error
-            self.progress.message(f"run aborted: {msg}; the partial history is in {self.store} "
-                                  f"(re-check with: harness check {self.store})")
+            hist = self.store / "history.jsonl"
+            if hist.exists() and hist.stat().st_size > 0:
+                msg += f"; the partial history is checkable: harness check {self.store}"
+            self.progress.message(f"run aborted: {msg}")
             log.close()
             return 2
         rc = self._check()
@@ -174,7 +186,7 @@ class Run:
             thread.join(15)
             raise
         if "error" in result:
-            raise RunError(result["error"])
+            raise RunError(result["error"].removeprefix("RuntimeError: "))
         progress.message("stopping replicas, collecting logs and dumps")
         db.stop_all()
         db.collect(self.store, result.get("dumps", {}))
@@ -215,11 +227,11 @@ class Run:
         bootstrap = db.bootstrap() + [db.address(CONTROLLER)]
         wl = LogWorkload(cfg, bootstrap, history, log=progress.message)
         progress.message(f"creating topic log ({spec.keys} partitions, rf {spec.replication_factor})")
-        await wl.setup()
+        await wl.setup(dead=lambda: self._dead_replica(db))
         brokers = {n: db.broker_id(n) for n in db.brokers}
         sampler = Sampler(str(self.store / "samples.jsonl"), brokers, bootstrap, history)
         network = nf.Network(cluster.remotes)
-        schedule = Schedule(nf.build(spec.nemesis, db, network), spec.seed, spec.nemesis_interval, history,
+        schedule = Schedule(nf.build(spec.nemesis, db, network, spec.nemesis_interval), spec.seed, spec.nemesis_interval, history,
                             leader=wl.leader_node, log=progress.message)
         progress.message(f"workload: {spec.time_limit:g}s, {spec.concurrency} clients, "
                          f"{spec.rate:g} ops/s, nemesis {','.join(spec.nemesis) or 'none'} (seed {spec.seed})")
@@ -252,6 +264,13 @@ class Run:
         result["final"] = final
         result["samples"] = sampler.count
 
+    def _dead_replica(self, db: ReplicaDb) -> str | None:
+        for node in [CONTROLLER, *db.brokers]:
+            if not db.running(node):
+                tail = _last_line(db.cluster.remotes[node].run(["tail", "-n", "5", db.log_path(node)], check=False).stdout)
+                return f"the replica on {node} exited at startup: {tail}"
+        return None
+
     @staticmethod
     def _heal_all(db: ReplicaDb, network) -> dict:
         network.heal()
@@ -262,3 +281,9 @@ class Run:
                 db.start(n)
                 restarted.append(n)
         return {"healed": True, "restarted": restarted}
+
+
+def _last_line(text: str) -> str:
+    """Last non-empty line of a log tail, for one-line errors."""
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    return lines[-1][:300] if lines else "(empty log)"

@@ -4,6 +4,7 @@ return the JSON value that goes into the history as a nemesis op."""
 from __future__ import annotations
 
 import random
+import time
 from typing import Callable
 
 import networkx as nx
@@ -59,20 +60,28 @@ class Network:
 
 
 class Fault:
-    """One kind of fault. start() picks targets with the schedule's rng."""
+    """One kind of fault. start() picks targets with the schedule's rng and
+    returns the history value; stop() undoes it and records its own
+    nemesis op(s) through `record(f, value)`."""
 
     name: str
     stop_name: str
 
     def start(self, rng: random.Random, leader: str | None) -> object: ...
-    def stop(self) -> object: ...
+
+    def stop(self, rng: random.Random, record: Callable[[str, object], None]) -> None: ...
 
 
 class Kill(Fault):
+    """SIGKILL, then restart the victims one by one in random order, a random
+    gap apart: some come back before the controller's session timeout
+    notices them, others after, which is when restart truncation bites."""
+
     name, stop_name = "kill", "start"
 
-    def __init__(self, db):
+    def __init__(self, db, stagger: float = 0.0):
         self.db = db
+        self.stagger = stagger  # max seconds between two restarts
         self.victims: list[str] = []
 
     def start(self, rng, leader):
@@ -81,14 +90,15 @@ class Kill(Fault):
             self.db.kill(n)
         return self.victims
 
-    def stop(self):
-        restarted = []
-        for n in self.victims:
+    def stop(self, rng, record):
+        order = rng.sample(self.victims, len(self.victims))
+        for i, n in enumerate(order):
+            if i and self.stagger:
+                time.sleep(rng.uniform(0.2, 1.0) * self.stagger)
             if not self.db.running(n):
                 self.db.start(n)
-                restarted.append(n)
+                record(self.stop_name, [n])
         self.victims = []
-        return restarted
 
 
 class Pause(Fault):
@@ -104,11 +114,11 @@ class Pause(Fault):
             self.db.pause(n)
         return self.victims
 
-    def stop(self):
+    def stop(self, rng, record):
         v, self.victims = self.victims, []
         for n in v:
             self.db.resume(n)
-        return v
+        record(self.stop_name, v)
 
 
 class Partition(Fault):
@@ -123,14 +133,14 @@ class Partition(Fault):
         g = grudges.make(kind, self.hosts, rng, leader=leader, controller=CONTROLLER)
         return {"kind": kind, "grudge": self.network.apply(g)}
 
-    def stop(self):
+    def stop(self, rng, record):
         self.network.heal()
-        return None
+        record(self.stop_name, None)
 
 
-def build(names: list[str], db, network: Network) -> list[Fault]:
+def build(names: list[str], db, network: Network, interval: float = 0.0) -> list[Fault]:
     makers: dict[str, Callable[[], Fault]] = {
-        "kill": lambda: Kill(db),
+        "kill": lambda: Kill(db, stagger=interval / 2),
         "pause": lambda: Pause(db),
         "partition": lambda: Partition(network, [CONTROLLER, *db.brokers]),
     }

@@ -1,5 +1,5 @@
-"""The seeded random fault schedule: wait, start a random fault, wait, stop
-it, repeat until the deadline. The seed fixes every choice (fault, targets,
+"""The seeded random fault schedule: wait (0.5-1.5 x interval), start a
+random fault, hold it (0.5-1 x interval), stop it, repeat until the deadline. The seed fixes every choice (fault, targets,
 partition kind, jitter); only the cluster's reactions vary between runs."""
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class Schedule:
                 value = await asyncio.to_thread(fault.start, self.rng, leader)
                 self.history.nemesis(fault.name, value)
                 self.log(f"nemesis {fault.name} {value}")
-                await self._sleep_until(deadline, self.interval)
+                await self._sleep_until(deadline, self.interval * self.rng.uniform(0.5, 1.0))
                 await self.stop_active()
         finally:
             if self.active is not None:
@@ -54,9 +54,11 @@ class Schedule:
     async def stop_active(self) -> None:
         fault, self.active = self.active, None
         if fault is not None:
-            value = await asyncio.to_thread(fault.stop)
-            self.history.nemesis(fault.stop_name, value)
-            self.log(f"nemesis {fault.stop_name} {value}")
+            await asyncio.to_thread(fault.stop, self.rng, self._record)
+
+    def _record(self, f: str, value) -> None:
+        self.history.nemesis(f, value)
+        self.log(f"nemesis {f} {value}")
 
     @staticmethod
     async def _sleep_until(deadline: float, seconds: float) -> None:

@@ -37,9 +37,9 @@ import sys
 from typing import Any, Iterable
 
 from replica import protocol as P
-from replica.wire import FrameError, MAX_FRAME_BYTES, encode_frame, read_frame
+from replica.wire import MAX_FRAME_BYTES, FrameError, FrameProtocol, encode_frame
 
-__all__ = ["Client", "ClientError", "DefiniteError", "IndefiniteError", "Address"]
+__all__ = ["Client", "ClientError", "DefiniteError", "IndefiniteError", "NotSent", "NoAnswer", "Address"]
 
 log = logging.getLogger("replica.client")
 
@@ -75,110 +75,89 @@ class IndefiniteError(ClientError):
     """The operation may or may not have taken effect (a history ``info``)."""
 
 
-class _NotSent(Exception):
-    """The request never left this process (connect failed); safe to call definite."""
+class NotSent(DefiniteError):
+    """Transport failure before the request left this process (connect failed, connection closed)."""
+
+    def __init__(self, message: str):
+        super().__init__("NETWORK_ERROR", message)
 
 
-class _Lost(Exception):
+class NoAnswer(IndefiniteError):
     """The request was written but no answer came (timeout or connection lost)."""
+
+    def __init__(self, message: str):
+        super().__init__("NETWORK_ERROR", message)
 
 
 class _Connection:
-    """One TCP connection carrying many outstanding requests, matched by ``corr``."""
+    """One TCP connection carrying many outstanding requests, matched by ``corr``.
 
-    def __init__(self, address: Address, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 max_frame_bytes: int):
+    Built on ``wire.FrameProtocol``: answers resolve their futures straight
+    from the read callback, and requests made in one loop iteration share a send.
+    """
+
+    def __init__(self, address: Address, max_frame_bytes: int):
         self.address = address
-        self._reader = reader
-        self._writer = writer
-        self._max_frame_bytes = max_frame_bytes
         self._pending: dict[int, asyncio.Future] = {}
         self._corr = itertools.count(1)
-        self._outbox: list[bytes] = []       # frames written together once per loop iteration
-        self._flush_scheduled = False
         self.closed = False
-        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+        self.protocol = FrameProtocol(self._on_message, on_close=self._on_close,
+                                      on_bad_frame=self._on_bad_frame, max_frame_bytes=max_frame_bytes)
 
     @classmethod
     async def open(cls, address: Address, timeout: float, max_frame_bytes: int) -> "_Connection":
+        conn = cls(address, max_frame_bytes)
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(address[0], address[1], limit=max_frame_bytes + 8), timeout)
+            await asyncio.wait_for(loop.create_connection(lambda: conn.protocol, address[0], address[1]), timeout)
         except (OSError, asyncio.TimeoutError) as e:
-            raise _NotSent(f"cannot connect to {address[0]}:{address[1]}: {e or type(e).__name__}") from None
-        return cls(address, reader, writer, max_frame_bytes)
+            raise NotSent(f"cannot connect to {address[0]}:{address[1]}: {e or type(e).__name__}") from None
+        return conn
 
-    async def _read_loop(self) -> None:
-        reason: BaseException = ConnectionError("connection closed by peer")
-        try:
-            while True:
-                message = await read_frame(self._reader, self._max_frame_bytes)
-                if message is None:
-                    break
-                future = self._pending.pop(message.get("corr"), None)
-                if future is not None and not future.done():
-                    future.set_result(message)
-                elif message.get("corr") is None:
-                    log.warning("%s:%s answered an unattributable error: %s", *self.address, message)
-        except (ConnectionError, OSError, FrameError) as e:
-            reason = e
-        except asyncio.CancelledError:
-            reason = ConnectionError("connection closed by client")
-        finally:
-            self._shutdown(reason)
+    def _on_message(self, message: dict) -> None:
+        future = self._pending.pop(message.get("corr"), None)
+        if future is not None and not future.done():
+            future.set_result(message)
+        elif message.get("corr") is None:
+            log.warning("%s:%s answered an unattributable error: %s", *self.address, message)
 
-    def _shutdown(self, reason: BaseException) -> None:
+    def _on_bad_frame(self, error: FrameError) -> None:
+        log.warning("%s:%s sent a bad frame: %s", *self.address, error)
+        self.protocol.abort()
+
+    def _on_close(self, reason: BaseException | None) -> None:
         self.closed = True
+        reason = reason or ConnectionError("connection closed by peer")
         for future in self._pending.values():
             if not future.done():
-                future.set_exception(_Lost(f"{self.address[0]}:{self.address[1]}: {reason}"))
+                future.set_exception(NoAnswer(f"{self.address[0]}:{self.address[1]}: {reason}"))
         self._pending.clear()
-        self._outbox.clear()
-        self._writer.close()
 
     async def call(self, message: dict, timeout: float) -> dict:
-        """Send one request and wait for its answer; raises _Lost once the request may have been sent."""
-        if self.closed:
-            raise _NotSent("connection already closed")
+        """Send one request and wait for its answer; raises NoAnswer once the request may have been sent."""
+        if self.closed or self.protocol.closed:
+            raise NotSent("connection already closed")
         corr = next(self._corr)
-        message = {**message, "corr": corr}
-        frame = encode_frame(message)
+        frame = encode_frame({**message, "corr": corr})
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._pending[corr] = future
-        self._outbox.append(frame)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._flush)
+        self.protocol.send_frame(frame)
+        timer = loop.call_later(timeout, _expire, future, self.address, timeout)
         try:
-            if self._writer.transport.get_write_buffer_size() > (1 << 20):
-                await self._writer.drain()
-            return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            raise _Lost(f"no answer from {self.address[0]}:{self.address[1]} within {timeout:.1f}s") from None
-        except (ConnectionError, OSError) as e:
-            raise _Lost(f"{self.address[0]}:{self.address[1]}: {e}") from None
+            return await future
         finally:
+            timer.cancel()
             self._pending.pop(corr, None)
 
-    def _flush(self) -> None:
-        """Write every queued frame with one send: concurrent requests cost one syscall."""
-        self._flush_scheduled = False
-        if self._outbox and not self.closed:
-            data = b"".join(self._outbox) if len(self._outbox) > 1 else self._outbox[0]
-            self._outbox.clear()
-            self._writer.write(data)
-
     async def close(self) -> None:
-        self._reader_task.cancel()
-        try:
-            await self._reader_task
-        except asyncio.CancelledError:
-            pass
-        try:
-            await self._writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
+        self.protocol.close()
+        self.closed = True
+
+
+def _expire(future: asyncio.Future, address: Address, timeout: float) -> None:
+    if not future.done():
+        future.set_exception(NoAnswer(f"no answer from {address[0]}:{address[1]} within {timeout:.1f}s"))
 
 
 class Client:
@@ -221,11 +200,11 @@ class Client:
     async def call(self, address: Address, api: str, timeout: float | None = None, **fields: Any) -> dict:
         """Send one request to an address and return the raw response (any ``error`` included).
 
-        Raises ``_NotSent`` / ``_Lost`` (internal) for transport failures; the
-        public methods turn those into Definite/IndefiniteError.
+        Raises ``NotSent`` (a DefiniteError) or ``NoAnswer`` (an IndefiniteError)
+        for transport failures.
         """
         if self._closed:
-            raise _NotSent("client is closed")
+            raise NotSent("client is closed")
         conn = await self._connection(address)
         return await conn.call({"api": api, **fields}, self.request_timeout if timeout is None else timeout)
 
@@ -241,7 +220,7 @@ class Client:
                 if e.code not in RETRIABLE_READ_ERRORS and e.code not in ("NO_LEADER", "NETWORK_ERROR"):
                     raise
                 last = e
-            except (_NotSent, _Lost) as e:
+            except (NotSent, NoAnswer) as e:
                 last = e
             pause = _RETRY_BACKOFF[min(i, len(_RETRY_BACKOFF) - 1)]
             if loop.time() + pause >= deadline:
@@ -268,10 +247,12 @@ class Client:
     async def _fetch_metadata(self, topic: str | None, timeout: float) -> dict:
         """Ask the controller first (authoritative), then any bootstrap address or broker."""
         errors = []
-        for address in self._metadata_sources():
+        sources = self._metadata_sources()
+        per_source = max(1.0, timeout / len(sources))      # a stopped source must not eat the budget
+        for address in sources:
             try:
-                response = await self.call(address, P.METADATA, timeout=timeout, topic=topic)
-            except (_NotSent, _Lost) as e:
+                response = await self.call(address, P.METADATA, timeout=per_source, topic=topic)
+            except (NotSent, NoAnswer) as e:
                 errors.append(str(e))
                 continue
             if response.get("error"):
@@ -304,7 +285,8 @@ class Client:
     async def _leader_address(self, topic: str, partition: int, refresh: bool) -> Address:
         state = None if refresh else self._partitions.get((topic, partition))
         if state is None or state.get("leader") is None or state["leader"] not in self.brokers:
-            await self._fetch_metadata(topic, self.request_timeout)
+            # Half the budget: the request itself must still fit in a caller's request_timeout + 2 s.
+            await self._fetch_metadata(topic, self.request_timeout / 2)
             state = self._partitions.get((topic, partition))
         if state is None:
             raise DefiniteError(P.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} is unknown")
@@ -351,9 +333,9 @@ class Client:
             for address in candidates:
                 try:
                     response = await self.call(address, P.CREATE_TOPIC, timeout=timeout, **fields)
-                except _NotSent:
+                except NotSent:
                     raise
-                except _Lost:
+                except NoAnswer:
                     retried = True
                     raise
                 error = response.get("error")
@@ -378,21 +360,15 @@ class Client:
         """Append records in one request; returns the offset of the first (-1 for acks=0)."""
         if acks not in (0, 1, -1, "all"):
             raise ValueError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
-        try:
-            address = await self._leader_address(topic, partition, refresh=False)
-        except DefiniteError:
-            raise
+        address = await self._leader_address(topic, partition, refresh=False)   # DefiniteError: nothing sent
         timeout_ms = int(self.request_timeout * 1000)
         try:
             response = await self.call(address, P.PRODUCE, timeout=self.request_timeout + 1.0,
                                        topic=topic, partition=partition, acks=acks, values=list(values),
                                        timeout_ms=timeout_ms)
-        except _NotSent as e:
+        except (NotSent, NoAnswer):            # definite / indefinite respectively
             self._forget_leader(topic, partition)
-            raise DefiniteError("NETWORK_ERROR", str(e)) from None
-        except _Lost as e:
-            self._forget_leader(topic, partition)
-            raise IndefiniteError("NETWORK_ERROR", str(e)) from None
+            raise
         error = response.get("error")
         if error is None:
             return response["offset"]

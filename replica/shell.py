@@ -16,6 +16,7 @@ import asyncio
 import signal
 import sys
 import time
+import traceback
 from typing import Any
 
 from . import protocol as P
@@ -171,14 +172,16 @@ class Shell:
         log_line(self.name, text)
 
     # ---- core plumbing
-    def feed(self, call) -> None:
-        """Give one input to the core and carry out what it returns."""
+    def feed(self, call) -> bool:
+        """Give one input to the core and carry out what it returns. An internal
+        error is logged with its traceback and the process keeps serving."""
         try:
             actions = call(now_ms())
-        except Exception as e:  # noqa: BLE001 - a core bug must not take the process down silently
-            self.log(f"internal error: {type(e).__name__}: {e}")
-            raise
+        except Exception:  # noqa: BLE001 - one bad input must not take the process down
+            self.log("internal error:\n" + traceback.format_exc())
+            return False
         self.apply(actions)
+        return True
 
     def apply(self, actions: list) -> None:
         for a in actions:
@@ -201,7 +204,8 @@ class Shell:
 
     def _on_timer(self) -> None:
         self._timer = None
-        self.feed(self.core.on_timer)
+        if not self.feed(self.core.on_timer) and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(1.0, self._on_timer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = Connection(writer)
@@ -232,6 +236,7 @@ class Shell:
         except asyncio.CancelledError:
             pass   # shutting down; finishing quietly avoids asyncio's noise about cancelled handlers
         finally:
+            conn.out.flush()
             conn.closed = True
             self.connections.discard(conn)
             writer.close()
@@ -248,6 +253,8 @@ class Shell:
         await self._stop.wait()
         self.stopping = True
         self.log("SIGTERM: shutting down")
+        if hasattr(self.core, "shutdown"):
+            self.feed(self.core.shutdown)
         server.close()
         if self._timer is not None:
             self._timer.cancel()

@@ -28,7 +28,7 @@ from typing import Any, Awaitable, Callable, Mapping
 __all__ = [
     "MAX_FRAME_BYTES", "FrameError", "RequestError", "encode_frame", "decode_frame",
     "read_frame", "write_frame", "error_response", "field", "serve_connection",
-    "Handler",
+    "Handler", "FrameProtocol",
 ]
 
 MAX_FRAME_BYTES = 8 << 20
@@ -232,3 +232,136 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
             await writer.wait_closed()
         except (ConnectionError, OSError):
             pass
+
+
+class FrameProtocol(asyncio.BufferedProtocol):
+    """A frame-level asyncio protocol: the fast path for busy connections.
+
+    Compared with ``StreamReader`` + ``read_frame`` it receives straight into
+    one reusable buffer (``recv_into``; no 256 KiB allocation per read), parses
+    every complete frame of a read in one go, and coalesces the frames written
+    during one event-loop iteration into a single ``send``. On a loaded
+    2-core machine the per-message syscall and task-switch cost is what limits
+    acks=all throughput.
+
+    Callbacks (plain functions, called on the event loop):
+        on_message(dict): one decoded frame.
+        on_bad_frame(FrameError): a frame that is not a JSON object; the
+            stream stays aligned, so reading continues.
+        on_close(exc | None): the connection is gone (after an oversized frame
+            the protocol closes it itself and passes the FrameError).
+    """
+
+    def __init__(self, on_message: Callable[[dict], None],
+                 on_close: Callable[[BaseException | None], None] | None = None,
+                 on_bad_frame: Callable[[FrameError], None] | None = None,
+                 max_frame_bytes: int = MAX_FRAME_BYTES, buffer_bytes: int = 64 * 1024):
+        self._on_message = on_message
+        self._on_close = on_close
+        self._on_bad_frame = on_bad_frame
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray(buffer_bytes)
+        self._start = 0                  # first unparsed byte
+        self._end = 0                    # end of received data
+        self._outbox: list[bytes] = []
+        self._flush_scheduled = False
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._close_reason: BaseException | None = None
+
+    # -------------------------------------------------------------- receiving
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        free = len(self._buf) - self._end
+        if free < 4096:
+            pending = self._end - self._start
+            needed = pending + 4096
+            if self._end - self._start >= 4:
+                (length,) = _LENGTH.unpack_from(self._buf, self._start)
+                needed = max(needed, min(length, self.max_frame_bytes) + 4)
+            size = max(len(self._buf), needed)
+            if size > len(self._buf) or self._start > 0:
+                # A fresh buffer (never resize one that a memoryview may still export).
+                new = bytearray(max(size, 64 * 1024))
+                new[:pending] = self._buf[self._start:self._end]
+                self._buf, self._start, self._end = new, 0, pending
+        return memoryview(self._buf)[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._end += nbytes
+        buf, pos, end = self._buf, self._start, self._end
+        while end - pos >= 4:
+            (length,) = _LENGTH.unpack_from(buf, pos)
+            if length > self.max_frame_bytes:
+                self._start = pos
+                error = FrameError(f"frame of {length} bytes exceeds the maximum of {self.max_frame_bytes}")
+                self._close_reason = error
+                if self._on_bad_frame is not None:
+                    self._on_bad_frame(error)
+                self.close()
+                return
+            if end - pos - 4 < length:
+                break
+            body = bytes(buf[pos + 4: pos + 4 + length])
+            pos += 4 + length
+            try:
+                message = decode_frame(body)
+            except FrameError as e:
+                if self._on_bad_frame is not None:
+                    self._on_bad_frame(e)
+                continue
+            self._on_message(message)
+            if self.closed:
+                return
+        if pos == end:
+            self._start = self._end = 0
+        else:
+            self._start = pos
+
+    def eof_received(self) -> bool:
+        return False                     # close the transport; connection_lost follows
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.closed = True
+        self._outbox.clear()
+        if self._end > self._start and exc is None and self._close_reason is None:
+            exc = ConnectionError(f"connection closed inside a frame ({self._end - self._start} bytes pending)")
+        if self._on_close is not None:
+            self._on_close(exc or self._close_reason)
+
+    # ---------------------------------------------------------------- sending
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Queue one frame; all frames queued in this loop iteration leave in one write."""
+        self.send_frame(encode_frame(message))
+
+    def send_frame(self, frame: bytes) -> None:
+        if self.closed or self.transport is None:
+            return
+        self._outbox.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._outbox and not self.closed and self.transport is not None:
+            data = self._outbox[0] if len(self._outbox) == 1 else b"".join(self._outbox)
+            self._outbox.clear()
+            self.transport.write(data)
+
+    def write_buffer_size(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+
+    def close(self) -> None:
+        """Send what is queued, then close."""
+        if self.transport is not None and not self.transport.is_closing():
+            self._flush()
+            self.transport.close()
+        self.closed = True
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+        self.closed = True

@@ -27,12 +27,16 @@ EXPLANATIONS = {
                     "was in fact applied.",
     "realtime-order": "A send acknowledged before another was invoked got a higher offset: the "
                       "log order contradicts real time.",
-    "divergence": "Replicas hold different records at the same offset: their logs diverged "
-                  "(below the high watermark this is committed data).",
+    "divergence": "Replicas hold different records at the same offset below their high "
+                  "watermarks: data the cluster had committed differs between copies of the log.",
     "divergent-below-hw": "Replicas hold different records at the same offset below the high "
                           "watermark: committed data diverged.",
     "committed-missing": "A record below the high watermark is missing on every replica: "
                          "committed data is gone.",
+    "missing-committed": "Offsets below the high watermark that no replica holds: committed "
+                         "data is gone from every copy of the log.",
+    "lost-acknowledged": "An acknowledged send whose value no replica holds at any offset: the "
+                         "cluster confirmed the write and no copy of the log kept it.",
     "acknowledged-missing": "An acknowledged send is absent from every replica's log.",
     "ack-missing": "An acknowledged send is absent from every replica's log.",
     "truncation": "A replica truncated its log at a point other than the expected one.",
@@ -48,6 +52,8 @@ PHRASES = {
     "divergence": "replicas diverge at {n} offset{s}",
     "divergent-below-hw": "replicas diverge below the HW at {n} offset{s}",
     "committed-missing": "{n} committed record{s} missing everywhere",
+    "missing-committed": "{n} committed offset{s} missing on every replica",
+    "lost-acknowledged": "{n} acknowledged write{s} absent from every replica",
     "acknowledged-missing": "{n} acknowledged send{s} absent from every replica",
     "realtime-order": "{n} send{s} out of real-time order",
     "nonlinearizable": "the history is not linearizable",

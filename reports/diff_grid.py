@@ -1,10 +1,12 @@
 """The replica-log diff grid: offsets down, replicas across, one cell per record.
 
 Built from the replicas' own dumps (``nodes/<node>/dump.json``), independently of
-the checker, so a reviewer sees the logs themselves: cells where replicas that hold
-an offset disagree are marked divergent, holes are marked missing, and each
-replica's HW is drawn as a line above its first uncommitted offset.  Long logs are
-cut to windows around what is interesting, with the identical stretches elided.
+the checker, so a reviewer sees the logs themselves.  Where replicas disagree at an
+offset, the cells are marked divergent if copies that had committed the offset
+(below their HW) disagree, and merely differing if only uncommitted tails differ
+(truncation will repair those).  Holes are marked missing, and each replica's HW is
+drawn as a line above its first uncommitted offset.  Long logs are cut to windows
+around what is interesting, with the identical stretches elided.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Grid:
     rows: list[Row]
     divergent: list[int]
     missing: int
+    differing: list[int] = field(default_factory=list)  # differences above some HW only
 
     @property
     def anchor(self) -> str:
@@ -87,14 +90,19 @@ def build_grid(key: int, logs: dict[str, dict]) -> Grid:
     hws = {r: logs[r]["hw"] for r in replicas}
     leos = {r: logs[r]["leo"] for r in replicas}
     offsets = sorted(set().union(*(logs[r]["records"] for r in replicas)) if replicas else set())
-    divergent, missing = [], set()
+    divergent, differing, missing = [], set(), set()
     for off in offsets:
         held = [logs[r]["records"][off] for r in replicas if off in logs[r]["records"]]
         if any(not _same(held[0], h) for h in held[1:]):
-            divergent.append(off)
+            committed = [logs[r]["records"][off] for r in replicas
+                         if off in logs[r]["records"] and hws[r] is not None and off < hws[r]]
+            if any(not _same(committed[0], h) for h in committed[1:]):
+                divergent.append(off)  # copies disagree on data they had committed
+            else:
+                differing.add(off)  # an uncommitted tail that truncation will repair
         if len(held) < len(replicas):
             missing.add(off)
-    interesting = set(divergent) | {h for h in hws.values() if h is not None}
+    interesting = set(divergent) | differing | {h for h in hws.values() if h is not None}
     if offsets:
         interesting |= {offsets[0], offsets[-1]}
         interesting |= {o for o in missing if any(hws[r] is not None and o < hws[r] for r in replicas)}
@@ -106,9 +114,9 @@ def build_grid(key: int, logs: dict[str, dict]) -> Grid:
     for off in shown:
         if prev is not None and off > prev + 1:
             rows.append(Row(None, gap=off - prev - 1))
-        rows.append(_row(off, replicas, logs, hws, off in diverge_set))
+        rows.append(_row(off, replicas, logs, hws, off in diverge_set, off in differing))
         prev = off
-    return Grid(key, replicas, hws, leos, rows, divergent, len(missing))
+    return Grid(key, replicas, hws, leos, rows, divergent, len(missing), sorted(differing))
 
 
 def _cap(shown: list[int], divergent: list[int]) -> list[int]:
@@ -122,7 +130,7 @@ def _cap(shown: list[int], divergent: list[int]) -> list[int]:
     return sorted(keep)
 
 
-def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool) -> Row:
+def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool, differing: bool) -> Row:
     row = Row(off, divergent=divergent)
     for r in replicas:
         rec = logs[r]["records"].get(off)
@@ -136,7 +144,7 @@ def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool) 
         text = value if isinstance(value, str) else repr(value)
         row.cells.append(Cell(text[:40] + ("..." if len(text) > 40 else ""),
                               f"{r} @ {off}: epoch {epoch}, crc {crc}, value {text[:500]}",
-                              ("divergent" if divergent else "") + hw_mark))
+                              ("divergent" if divergent else "differs" if differing else "") + hw_mark))
     return row
 
 

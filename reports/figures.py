@@ -41,7 +41,7 @@ def to_data_uri(fig: Figure, fmt: str = "svg") -> str:
     return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
 
 
-def shade_faults(ax, faults: list[Fault], label: bool = True) -> None:
+def shade_faults(ax, faults: list[Fault], label: bool = True, zorder: float = 0) -> None:
     """Nemesis activity as translucent vertical bands, one colour per fault kind."""
     seen = set()
     for fault in faults:
@@ -49,7 +49,7 @@ def shade_faults(ax, faults: list[Fault], label: bool = True) -> None:
         name = fault.kind if label and fault.kind not in seen else None
         seen.add(fault.kind)
         ax.axvspan(fault.start * SECONDS, max(fault.end, fault.start + 1) * SECONDS,
-                   color=colour, alpha=0.12, lw=0, label=name)
+                   color=colour, alpha=0.12 if zorder == 0 else 0.25, lw=0, label=name, zorder=zorder)
 
 
 def outside_legend(fig: Figure, ax) -> None:

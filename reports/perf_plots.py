@@ -7,6 +7,7 @@ anomaly-referenced op) so that a million-op history still gives a small page.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.colors import ListedColormap
 from matplotlib.ticker import FuncFormatter
 
 from .figures import SECONDS, figure, outside_legend, shade_faults, to_data_uri
@@ -111,22 +112,26 @@ def throughput_plot(ops: list[Op], faults: list[Fault]) -> str | None:
 
 
 def overview_plot(ops: list[Op], faults: list[Fault]) -> str | None:
-    """Every process as a row, each op a line from invoke to completion (downsampled)."""
+    """Every process as a row: each op a line from invoke to completion, or, for a long
+    history, a strip of time buckets coloured by the worst outcome in each (info > fail > ok)."""
     client = _client_ops(ops)
     if not client:
         return None
-    shown = _keep(client, POINT_BUDGET, np.random.default_rng(1))
-    procs = sorted({op.process for op in client}, key=lambda p: (not isinstance(p, int), str(p) if not isinstance(p, int) else p))
+    procs = sorted({op.process for op in client}, key=lambda p: (not isinstance(p, int), p if isinstance(p, int) else 0, str(p)))
     row = {p: i for i, p in enumerate(procs)}
     height = min(6.0, 1.6 + 0.12 * len(procs))
     with figure(height=height) as (fig, ax):
-        shade_faults(ax, faults)
-        for kind, colour in TYPE_COLOURS.items():
-            pts = [op for op in shown if op.type == kind]
-            if pts:
-                ax.hlines([row[op.process] for op in pts], [op.start * SECONDS for op in pts],
-                          [op.end * SECONDS for op in pts], colors=colour, lw=3, label=kind,
-                          rasterized=True)
+        if len(client) <= POINT_BUDGET:
+            shade_faults(ax, faults)
+            for kind, colour in TYPE_COLOURS.items():
+                pts = [op for op in client if op.type == kind]
+                if pts:
+                    ax.hlines([row[op.process] for op in pts], [op.start * SECONDS for op in pts],
+                              [op.end * SECONDS for op in pts], colors=colour, lw=3, label=kind,
+                              rasterized=True)
+        else:
+            _outcome_strips(ax, client, row)
+            shade_faults(ax, faults, zorder=2)  # over the opaque strips
         refs = [op for op in client if op.ref]
         if refs:
             ax.scatter([op.start * SECONDS for op in refs], [row[op.process] for op in refs],
@@ -135,8 +140,25 @@ def overview_plot(ops: list[Op], faults: list[Fault]) -> str | None:
         ax.set_ylabel("process")
         if len(procs) <= 40:
             ax.set_yticks(range(len(procs)), [str(p) for p in procs])
-        ax.invert_yaxis()
-        ax.set_title(f"Overview of all {len(client):,} client ops"
-                     + (f" ({len(shown):,} drawn)" if len(shown) < len(client) else ""))
+        ax.set_ylim(len(procs) - 0.5, -0.5)
+        ax.set_title(f"Overview of all {len(client):,} client ops")
         outside_legend(fig, ax)
         return to_data_uri(fig)
+
+
+def _outcome_strips(ax, client: list[Op], row: dict, buckets: int = 600) -> None:
+    """All ops binned by (process, start time); each cell takes its worst outcome."""
+    rank = {"ok": 1, "fail": 2, "info": 3}
+    start = np.fromiter((op.start for op in client), dtype=np.int64, count=len(client))
+    rows = np.fromiter((row[op.process] for op in client), dtype=np.int64, count=len(client))
+    outcome = np.fromiter((rank.get(op.type, 3) for op in client), dtype=np.int8, count=len(client))
+    t0, t1 = int(start.min()), int(start.max()) + 1
+    col = ((start - t0) * buckets // max(t1 - t0, 1)).astype(np.int64)
+    grid = np.zeros((len(row), buckets), dtype=np.int8)
+    np.maximum.at(grid, (rows, col), outcome)
+    colours = ["#ffffff00", TYPE_COLOURS["ok"], TYPE_COLOURS["fail"], TYPE_COLOURS["info"]]
+    cmap = ListedColormap(colours)
+    ax.imshow(grid, cmap=cmap, vmin=0, vmax=3, aspect="auto", interpolation="nearest",
+              extent=(t0 * SECONDS, t1 * SECONDS, len(row) - 0.5, -0.5), rasterized=True)
+    for kind in ("ok", "fail", "info"):
+        ax.plot([], [], color=TYPE_COLOURS[kind], lw=6, label=f"{kind} (worst in bucket)")

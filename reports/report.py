@@ -97,7 +97,10 @@ def build_report(store_dir: str | Path) -> str:
     table_anchors = {f"op-{r.index}" for r in rows}
     for box in (b for w in timeline for b in w.boxes):
         box.target = next((f"op-{i}" for i in box.indices if f"op-{i}" in table_anchors), "ops")
-    nodes = store.test.get("nodes") if isinstance(store.test.get("nodes"), list) else []
+    nodes = store.test.get("nodes")
+    if isinstance(nodes, int) and not isinstance(nodes, bool):  # the spec gives a count: n1..nN
+        nodes = [f"n{i}" for i in range(1, min(nodes, 64) + 1)]
+    nodes = nodes if isinstance(nodes, list) else []
 
     context = {
         "summary": summary,

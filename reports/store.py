@@ -83,6 +83,20 @@ def read_dumps(nodes_dir: Path, problems: list[str]) -> dict[str, dict[str, Any]
     return dumps
 
 
+def read_edn_history(path: Path, problems: list[str]) -> list[dict[str, Any]]:
+    """A Jepsen ``history.edn``, through the checkers' reader (the one EDN mapping)."""
+    try:
+        from checkers.history import read_history
+    except ImportError:
+        problems.append("history.edn found but checkers.history is not available to read it")
+        return []
+    try:
+        return [op for op in read_history(str(path)) if isinstance(op, dict)]
+    except Exception as exc:  # noqa: BLE001 - any reader error becomes a note on the page
+        problems.append(f"history.edn: {exc}")
+        return []
+
+
 def read_store(store_dir: str | Path, with_history: bool = True) -> Store:
     """Read a store; ``with_history=False`` skips the big files (for the index)."""
     path = Path(store_dir).resolve()
@@ -93,6 +107,8 @@ def read_store(store_dir: str | Path, with_history: bool = True) -> Store:
                   results=results if isinstance(results, dict) else None, problems=problems)
     if with_history:
         store.history = read_jsonl(path / "history.jsonl", problems)
+        if not store.history and (path / "history.edn").is_file():
+            store.history = read_edn_history(path / "history.edn", problems)
         store.samples = read_jsonl(path / "samples.jsonl", problems)
         store.dumps = read_dumps(path / "nodes", problems)
         if not store.history:

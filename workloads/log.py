@@ -68,14 +68,18 @@ class LogWorkload:
         return p
 
     # -- setup -------------------------------------------------------------
-    async def setup(self, timeout: float = 60.0) -> None:
+    async def setup(self, timeout: float = 60.0, dead=lambda: None) -> None:
         """Create the topic (retrying until the controller and brokers are up)
-        and wait for every partition to have a leader."""
+        and wait for every partition to have a leader. `dead()` names a
+        replica process that exited (then there is no point in waiting)."""
         client = self.client()
         deadline = time.monotonic() + timeout
         try:
             last = None
             while True:
+                problem = dead()
+                if problem:
+                    raise RuntimeError(problem)
                 try:
                     await client.create_topic(TOPIC, partitions=self.cfg.keys,
                                               replication_factor=self.cfg.replication_factor,

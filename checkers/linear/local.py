@@ -21,7 +21,8 @@ def key_sort(key: Any) -> tuple:
 def split_history(ops: list[dict], model: Model) -> list[tuple[Any, list[Call]]]:
     """(key, calls) pairs in a stable key order."""
     by_key = calls_by_key(ops, model)
-    return sorted(by_key.items(), key=lambda item: key_sort(item[0]))
+    return sorted(((key, model.prepare(calls)) for key, calls in by_key.items()),
+                  key=lambda item: key_sort(item[0]))
 
 
 def merge_results(per_key: list[tuple[Any, dict]], model_spec: str, engine: str) -> dict:

@@ -73,6 +73,10 @@ class Model:
         """A JSON-able view of a state, for counterexamples."""
         return state
 
+    def prepare(self, calls: list) -> list:
+        """Sound per-key pruning before the search (default: none)."""
+        return calls
+
     def fresh(self) -> "Model":
         """A model with the same spec and no per-search memo (one per key)."""
         return type(self)(self.initial_value)
@@ -230,6 +234,10 @@ class Log(Model):
                 self._length.append(self._length[state] + 1)
                 self._child[(state, v)] = node
             return node
+        if f == "place":  # an indefinite append, allowed only at some offsets
+            if self._length[state] not in value[1]:
+                return INCONSISTENT
+            return self.step(state, "append", (None, value[0]))
         # read: records sorted by offset, highest first; walk back from the end
         node = state
         parent, values, length = self._parent, self._value, self._length
@@ -241,6 +249,47 @@ class Log(Model):
             if values[node] != v:
                 return INCONSISTENT
         return state
+
+    def prepare(self, calls):
+        """Pin indefinite sends to the offsets where they could be.
+
+        Offsets are pinned by acknowledged sends and by reads.  An indefinite
+        send of v can only sit at an offset pinned to v alone, or at a gap
+        (an unpinned offset below the highest pinned one); if v was read and
+        only this send carries v, only where v was read.  Landing past every
+        pinned offset would change nothing any other op can see, so that
+        choice is dropped (it is the same as never taking effect).  A send
+        with no possible offset is dropped.  This keeps crashed sends from
+        multiplying the search by every place they could be appended.
+        """
+        pinned: dict[int, set] = {}
+        senders: dict[Any, int] = {}
+        for call in calls:
+            if call.f == "append":
+                offset, v = call.value
+                senders[v] = senders.get(v, 0) + 1
+                if offset is not None:
+                    pinned.setdefault(offset, set()).add(v)
+            elif call.f == "read":
+                for offset, v in call.value:
+                    pinned.setdefault(offset, set()).add(v)
+        top = max(pinned, default=-1)
+        seen_at: dict[Any, set] = {}
+        for offset, vs in pinned.items():
+            for v in vs:
+                seen_at.setdefault(v, set()).add(offset)
+        out = []
+        for call in calls:
+            if call.f == "append" and call.value[0] is None:
+                v = call.value[1]
+                allowed = {o for o in range(top + 1) if pinned.get(o, {v}) == {v}}
+                if senders[v] == 1 and v in seen_at:
+                    allowed &= seen_at[v]
+                if not allowed:
+                    continue
+                call = call._replace(f="place", value=(v, frozenset(allowed)))
+            out.append(call)
+        return out
 
     def describe(self, state):
         out = []

@@ -51,7 +51,13 @@ def docker_client(base_url: str | None = None):
         return client
     except DockerException as e:
         where = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-        raise ClusterError(f"no Docker engine at {where} ({_short(e)}); start one with "
+        text = str(e)
+        if "PermissionError" in text or "Permission denied" in text:
+            raise ClusterError(f"Docker engine at {where}: permission denied; run as root or "
+                               "join the docker group") from None
+        reason = ("no such socket" if "FileNotFoundError" in text
+                  else "connection refused" if "refused" in text else _short(e))
+        raise ClusterError(f"no Docker engine at {where} ({reason}); start one with "
                            "scripts/ensure-docker.sh, or use --backend netns") from None
 
 
@@ -82,8 +88,8 @@ class DockerCluster(SshHosts):
         self.run_id = run_id
         self.nodes = nodes
         self.record = record
-        self.subnet = str(ipaddress.ip_network(subnet, strict=False)) if _is_net(subnet) else subnet
-        self.gateway, self.addresses = host_addresses(subnet, nodes)
+        self.gateway, self.addresses = host_addresses(subnet, nodes)  # validates the subnet
+        self.subnet = str(ipaddress.ip_network(subnet, strict=False))
         self.image = image
         self.docker_url = docker_url
         self.layout = layout or HostLayout()
@@ -111,6 +117,7 @@ class DockerCluster(SshHosts):
             raise
 
     def _create(self) -> None:
+        import docker.types
         from docker.errors import APIError, ImageNotFound
         client = self._client = docker_client(self.docker_url)
         try:
@@ -120,7 +127,6 @@ class DockerCluster(SshHosts):
         self.key = new_ed25519_key()
         labels = self._labels()
         self.record.add("docker-network", name=self.network_name)
-        import docker.types
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=self.subnet,
                                                                            gateway=self.gateway)])
         try:
@@ -134,8 +140,8 @@ class DockerCluster(SshHosts):
             self.containers[host] = self._create_container(client, host, addr, labels)
         with ThreadPoolExecutor(max_workers=len(self.addresses)) as pool:
             list(pool.map(lambda h: self.containers[h].start(), self.addresses))
-            remotes = list(pool.map(self._connect, self.addresses))
-        self.remotes = {r.name: r for r in remotes}
+            list(pool.map(self._connect, self.addresses))
+        self.remotes = {h: self.remotes[h] for h in self.addresses}  # ctl, n1, n2, ... in order
 
     def _create_container(self, client, host: str, addr: str, labels: dict):
         api = client.api
@@ -176,7 +182,7 @@ class DockerCluster(SshHosts):
                                    f"is {self.image} built from docker/Dockerfile? {BUILD_HINT}")
             time.sleep(0.1)
 
-    def _connect(self, host: str) -> SshRemote:
+    def _connect(self, host: str) -> None:
         host_key = self._read_host_key(host)
         addr = self.addresses[host]
         known = paramiko.HostKeys()
@@ -185,6 +191,7 @@ class DockerCluster(SshHosts):
                            state_dir=os.path.join(self.layout.work_dir, ".daemons"),
                            key_hint="the cluster's generated key",
                            known_hosts_hint=f"the key read from container {self.container_name(host)}")
+        self.remotes[host] = remote  # so that destroy() closes it whatever happens next
         deadline = time.monotonic() + START_TIMEOUT
         while True:  # sshd writes its key before it listens: retry while refused
             try:
@@ -197,7 +204,6 @@ class DockerCluster(SshHosts):
         # Docker gives even internal networks a default route (to a gateway
         # that forwards nothing); drop it so no packet is even tried outside.
         remote.run(["ip", "route", "del", "default"], check=False)
-        return remote
 
     def destroy(self) -> None:
         for remote in self.remotes.values():
@@ -283,14 +289,6 @@ def cleanup_docker(run_id: str | None = None, include_live: bool = False,
             continue
         removed += remove_run(client, rid)
     return removed
-
-
-def _is_net(subnet: str) -> bool:
-    try:
-        ipaddress.ip_network(subnet, strict=False)
-        return True
-    except ValueError:
-        return False
 
 
 def _short(e: Exception) -> str:

@@ -18,6 +18,7 @@ import os
 import posixpath
 import select
 import shlex
+import signal
 import socket
 import stat
 import subprocess
@@ -40,8 +41,8 @@ class SshUnreachable(ClusterError):
 
 
 def describe_key(key: paramiko.PKey) -> str:
-    return f"{key.get_name()} SHA256:{key.fingerprint.split(':', 1)[1]}" if hasattr(key, "fingerprint") \
-        else f"{key.get_name()} {key.get_fingerprint().hex(':')}"
+    """Type and SHA256 fingerprint, as ssh-keygen -l shows them."""
+    return f"{key.get_name()} {key.fingerprint}"
 
 
 class GeneratedEd25519Key(paramiko.Ed25519Key):
@@ -256,7 +257,7 @@ class SshRemote:
             return
         pid = self._daemons[name][0]
         self.run_shell(f"if {guard}; then kill -{int(sig)} {pid} 2>/dev/null; fi; true", timeout=15)
-        if sig == 9:  # SIGKILL: wait until it is gone, as the local remote does
+        if sig == signal.SIGKILL:  # wait until it is gone, as the local remote does
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and self.daemon_running(name):
                 time.sleep(0.05)

@@ -196,6 +196,15 @@ class BrokerCore:
                     self._send_alter_isr(p, now)
         return self._finish(now)
 
+    def shutdown(self, now: int) -> list:
+        """Clean shutdown (SIGTERM), as Kafka's: flush every log and checkpoint the HWs."""
+        for p in self.partitions.values():
+            if p.flushed_to < p.leo:
+                self._flush(p)
+        self._checkpoint_hw()
+        out, self._out = self._out, []
+        return out
+
     # --------------------------------------------------------------- queries
     def state(self) -> dict:
         return {"broker": self.id, "era": self.era,

@@ -4,7 +4,11 @@ Inputs and outputs as for ``BrokerCore`` (``start``, ``on_request``,
 ``on_response``, ``on_peer_failed``, ``on_timer``). It keeps, per partition,
 ``{replicas, leader, leader_epoch, isr, version}``; ``version`` grows by one on
 every change (ZooKeeper's zkVersion), ``leader_epoch`` on every leader change
-(including to "no leader"). Every change is persisted (``Persist``) and pushed
+(including to "no leader"). A broker that registers again while its session
+is alive (a quick restart) keeps its ISR memberships in eras ``hw`` and
+``kip101`` (the KIP-101 seed scenarios assume this); in era ``epoch`` it is
+handled as a failure followed by a start (KIP-380 broker epochs, "bounced
+broker"). Every change is persisted (``Persist``) and pushed
 to the live brokers (``LeaderAndIsr``); a push that is not acknowledged is
 repeated in the next heartbeat answer (``sync``), so a broker behind a lossy
 link still converges.
@@ -224,9 +228,17 @@ class ControllerCore:
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         was_alive = self._alive(bid)
+        if was_alive and self.era == "epoch":
+            # Kafka 2.x (KIP-380): a registration with a new broker epoch while the old
+            # session lives means the broker bounced: handle its failure first, so it
+            # leaves the ISRs and its partitions get a new leader and epoch.
+            self._log(f"broker {bid} bounced")
+            self.brokers[bid]["alive"] = False
+            self._broker_failed(bid, now)
         self.brokers[bid] = {"host": host, "port": port, "epoch": epoch, "alive": True,
                              "deadline": now + self._session_ms(), "sent": 0, "acked": 0}
-        self._log(f"broker {bid} registered ({'reconnect' if was_alive else 'up'}) at {host}:{port}, "
+        self._log(f"broker {bid} registered ({'reconnect' if was_alive and self.era != 'epoch' else 'up'}) "
+                  f"at {host}:{port}, "
                   f"epoch {epoch}")
         changed = self._elect_offline(now)
         self._persist()

@@ -156,6 +156,32 @@ def test_log_concurrent_sends_may_land_in_either_order():
     assert check_ops(h.ops, "log")["valid"] is True
 
 
+def test_log_crashed_send_never_read_may_fill_a_gap():
+    h = H()
+    send(h, 0, 0, 100, 0)
+    send(h, 1, 0, 101, kind="info")  # never read, yet it must be what sits at offset 1
+    send(h, 0, 0, 102, 2)
+    poll(h, 2, {0: [(0, 100), (2, 102)]})
+    assert check_ops(h.ops, "log")["valid"] is True
+
+
+def test_log_crashed_send_cannot_take_an_offset_read_with_another_value():
+    h = H()
+    send(h, 0, 0, 100, 0)
+    send(h, 1, 0, 101, kind="info")
+    send(h, 0, 0, 102, 2)
+    poll(h, 2, {0: [(1, 103)]})  # offset 1 holds a value nobody sent
+    assert check_ops(h.ops, "log")["valid"] is False
+
+
+def test_log_crashed_send_read_at_an_offset_must_have_landed_there_in_time():
+    h = H()
+    send(h, 0, 0, 100, 0)
+    poll(h, 2, {0: [(0, 100), (1, 101)]})  # 101 read before its send was even invoked
+    send(h, 1, 0, 101, kind="info")
+    assert check_ops(h.ops, "log")["valid"] is False
+
+
 def test_log_acknowledged_send_ahead_of_the_log_end_is_invalid():
     h = H()
     send(h, 0, 0, 100, 1)  # nothing could be at offset 0

@@ -18,6 +18,14 @@ from harness.cluster.docker import DEFAULT_IMAGE, cleanup_docker, docker_client
 from dockertest_util import RECORDS, REPO, new_cluster
 
 
+def pytest_collection_modifyitems(items):
+    """The first test here may install docker.io and debootstrap the base
+    image (minutes on a busy 2-core machine): give this folder's tests room."""
+    for item in items:
+        if "tests/docker/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.timeout(900))
+
+
 def _engine_pid() -> int | None:
     try:
         docker_client()

@@ -132,7 +132,7 @@ def test_iptables_partition_inside_containers(cluster):
 
 def test_run_returns_when_a_background_child_keeps_output_open(cluster):
     r = cluster.remotes["ctl"]
-    done = r.run(["sh", "-c", "echo started; sleep 30 & exit 4"], check=False, timeout=10)
+    done = r.run(["sh", "-c", "echo started; sleep 600 & exit 4"], check=False, timeout=10)
     assert (done.returncode, done.stdout) == (4, "started\n")
     r.run(["pkill", "-x", "sleep"], check=False)
 

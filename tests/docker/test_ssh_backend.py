@@ -14,6 +14,8 @@ from harness.cleanup import RunRecord
 from harness.cluster.base import ClusterError
 from harness.cluster.ssh import SshCluster, parse_nodes, release_ssh
 from harness.remote.ssh import new_ed25519_key
+from nemesis.faults import CHAIN, Network
+from nemesis.grudges import components
 
 from dockertest_util import RECORDS, REPO
 
@@ -71,6 +73,8 @@ def test_release_after_a_crash(cluster, ssh_files):
     c = _ssh_cluster(ssh_files)
     c.create()
     pid = c.remotes["n3"].start_daemon("n3", ["sleep", "300"], f"{c.layout.work_dir}/n3/broker.log")
+    Network(c.remotes).apply(components([["n1"], ["n3"]]))  # a partition never healed
+    assert CHAIN in cluster.remotes["n3"].run(["iptables", "-w", "-S", "INPUT"]).stdout
     for r in c.remotes.values():  # the harness "dies": connections gone, nothing cleaned
         r.close()
     done = release_ssh(c.record.data["resources"])
@@ -78,6 +82,7 @@ def test_release_after_a_crash(cluster, ssh_files):
     docker_n3 = cluster.remotes["n3"]
     assert docker_n3.run(["test", "-e", f"/proc/{pid}"], check=False).returncode != 0
     assert docker_n3.run(["test", "-e", c.base_dir], check=False).returncode != 0
+    assert CHAIN not in docker_n3.run(["iptables", "-w", "-S"]).stdout
 
 
 def test_wrong_key_changed_host_key_and_missing_files(cluster, ssh_files, tmp_path):
@@ -101,3 +106,21 @@ def test_wrong_key_changed_host_key_and_missing_files(cluster, ssh_files, tmp_pa
         _ssh_cluster(ssh_files, key=str(tmp_path / "absent")).create()
     with pytest.raises(ClusterError, match="--known-hosts .*: no such file"):
         _ssh_cluster(ssh_files, known=str(tmp_path / "absent")).create()
+
+
+def test_hashed_known_hosts(ssh_files, tmp_path):
+    """known_hosts files written by `ssh-keyscan -H` hash the host names."""
+    key, known, hosts = ssh_files
+    hashed = paramiko.HostKeys()
+    for host, keys in paramiko.HostKeys(known).items():
+        for keytype, hk in keys.items():
+            hashed.add(paramiko.HostKeys.hash_host(host), keytype, hk)
+    path = tmp_path / "known_hashed"
+    hashed.save(str(path))
+    assert all(line.startswith("|1|") for line in path.read_text().splitlines())
+    c = _ssh_cluster(ssh_files, known=str(path))
+    try:
+        c.create()
+        assert c.remotes["n3"].run(["hostname"]).stdout.strip() == "n3"
+    finally:
+        c.destroy()

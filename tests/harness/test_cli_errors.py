@@ -30,6 +30,8 @@ def assert_one_line_error(out, *words):
     (["--nodes", "9"], ["nodes", "less than or equal to 5"]),
     (["--subnet", "10.1.2"], ["subnet"]),
     (["--set", "novalue"], ["--set", "key=value"]),
+    (["--set", "bogus.key=1"], ["--set", "bogus.key"]),
+    (["--acks", "2"], ["acks"]),
 ])
 def test_bad_run_flags(tmp_path, args, words):
     store = tmp_path / "store"

@@ -55,9 +55,11 @@ def test_sigkill_then_cleanup_then_check(tmp_path):
     check = run_harness(tmp_path, "check", store)
     assert check.returncode in (0, 1, 2), check
     results = json.loads((store / "results.json").read_text())
-    assert results["valid"] in (True, False, "unknown")
     assert check.returncode == {True: 0, False: 1}.get(results["valid"], 2)
-    assert results.get("stats", {}).get("ops", 1) > 0
+    # The log checker reaches a verdict on the partial history (the replica
+    # diff may say "unknown": a killed run collected no dumps).
+    assert results["checkers"]["log"]["valid"] in (True, False)
+    assert results["stats"]["ops"] > 0
 
 
 def test_sigterm_tears_down(tmp_path):

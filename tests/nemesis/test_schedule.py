@@ -44,7 +44,7 @@ class RecordingNetwork(faults.Network):
 def run_schedule(tmp_path, seed, name):
     db, net = RecordingDb(), RecordingNetwork()
     hist = HistoryWriter(str(tmp_path / f"{name}.jsonl"))
-    sched = Schedule(faults.build(["kill", "pause", "partition"], db, net), seed, 0.01, hist)
+    sched = Schedule(faults.build(["kill", "pause", "partition"], db, net, 0.01), seed, 0.01, hist)
     asyncio.run(sched.run(time.monotonic() + 0.6))
     hist.close()
     ops = [l for l in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
@@ -68,10 +68,21 @@ def test_same_seed_same_choices(tmp_path):
 def test_every_fault_is_stopped(tmp_path):
     import json
     db, net, ops = run_schedule(tmp_path, 3, "d")
-    fs = [json.loads(l)["f"] for l in ops]
     pairs = {"kill": "start", "pause": "resume", "partition": "heal"}
-    assert len(fs) % 2 == 0
-    for start, stop in zip(fs[::2], fs[1::2]):
-        assert pairs[start] == stop
+    ops = [json.loads(l) for l in ops]
+    active = None
+    for op in ops:
+        if op["f"] in pairs:
+            assert active is None, "a fault started before the previous one stopped"
+            active, pending = op, set(op["value"]) if op["f"] == "kill" else None
+        else:
+            assert active is not None and pairs[active["f"]] == op["f"]
+            if op["f"] == "start":  # one restart op per killed broker
+                pending -= set(op["value"])
+                if not pending:
+                    active = None
+            else:
+                active = None
+    assert active is None
     assert not db.down  # every killed broker restarted
-    assert all(json.loads(l)["process"] == "nemesis" and json.loads(l)["type"] == "info" for l in ops)
+    assert all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)

@@ -214,6 +214,8 @@ def local_cluster(tmp_path):
     yield make
     for cluster in made:
         cluster.close()
+        for name in cluster.procs:          # shown by pytest only when the test failed
+            print(f"----- {name}: last lines of {cluster.log_path(name)} -----\n{cluster.log_tail(name, 15)}")
     for cluster in made:
         for name, proc in cluster.procs.items():
             assert proc.poll() is not None, f"{name} (pid {proc.pid}) survived teardown"

@@ -88,6 +88,8 @@ def test_bad_input_gets_error_or_close_and_broker_keeps_serving(local_cluster):
             await client.close()
 
     outcomes, good, records, hw = asyncio.run(scenario())
+    for name, (frames, status) in outcomes.items():
+        print(f"{name:24} -> {[f.get('error') for f in frames]} connection {status}")
     problems = []
     for name, (frames, status) in outcomes.items():
         errors = [f.get("error") for f in frames]

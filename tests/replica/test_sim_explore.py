@@ -11,9 +11,9 @@ import pytest
 
 from replica.sim import explore
 
-# Printed by `python -m replica.sim.explore --era hw --schedules 1000 --seed 1` (shrunk):
-# a follower restarts before any HW checkpoint exists, truncates to HW 0, and is
-# elected when the leader's session expires.
+# Printed (shrunk) by `python -m replica.sim.explore --era hw --schedules 1000 --seed 1`
+# with an earlier version of the schedule generator: a follower restarts before any HW
+# checkpoint exists, truncates to HW 0, and is elected when the leader's session expires.
 RECORDED_HW_TRACE = {
     "seed": 1000007,
     "trace": [["produce", 2], ["wait", 10], ["crash", 1], ["crash", 2], ["crash", 3], ["restart", 3],
@@ -22,13 +22,13 @@ RECORDED_HW_TRACE = {
 
 
 def test_epoch_era_keeps_every_acknowledged_write():
-    count, failures = explore.explore("epoch", 40, seed=1)
-    assert count == 40 and failures == []
+    count, failures = explore.explore("epoch", 100, seed=1)
+    assert count == 100 and failures == []
 
 
 def test_hw_era_loses_a_write_and_the_trace_replays_exactly():
-    count, failures = explore.explore("hw", 10, seed=1)
-    assert failures, "era hw should lose an acknowledged write within 10 schedules of seed 1"
+    count, failures = explore.explore("hw", 60, seed=1)
+    assert failures, "era hw should lose an acknowledged write within 60 schedules of seed 1"
     first = failures[0]
     assert first.violation["kind"] in ("lost-write", "divergence")
     trace = json.loads(json.dumps(first.trace))         # what the module prints is what replays

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from replica.wire import (
-    FrameError, RequestError, decode_frame, encode_frame, field, read_frame,
+    FrameError, FrameProtocol, RequestError, decode_frame, encode_frame, field, read_frame,
     serve_connection, write_frame,
 )
 
@@ -152,3 +152,50 @@ def test_read_frame_end_of_stream_cases():
         return clean
 
     assert asyncio.run(body()) is None
+
+
+def _echo_protocol_server(max_frame_bytes=1 << 20):
+    """A FrameProtocol server that answers each frame with {"corr", "size"} and reports bad frames."""
+    def factory():
+        proto = None
+
+        def on_message(m):
+            proto.send({"corr": m.get("corr"), "size": len(m.get("data", ""))})
+
+        def on_bad(e):
+            proto.send({"corr": None, "error": "INVALID_REQUEST", "message": str(e)})
+        proto = FrameProtocol(on_message, on_bad_frame=on_bad, max_frame_bytes=max_frame_bytes)
+        return proto
+    return factory
+
+
+def test_frame_protocol_split_coalesced_and_large_frames():
+    async def body():
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(_echo_protocol_server(), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            # Many frames in one write, one frame byte by byte, a frame larger than the buffer.
+            writer.write(b"".join(encode_frame({"corr": i, "data": "x" * i}) for i in range(50)))
+            for b in encode_frame({"corr": 50, "data": "abc"}):
+                writer.write(bytes([b]))
+                await writer.drain()
+            writer.write(encode_frame({"corr": 51, "data": "y" * 300_000}))
+            writer.write(struct.pack(">I", 2) + b"[]")                     # bad but aligned
+            writer.write(encode_frame({"corr": 52}))
+            answers = [await read_frame(reader) for _ in range(54)]
+            writer.write(struct.pack(">I", 5 << 20))                      # oversized: closed
+            last = await read_frame(reader)
+            eof = await read_frame(reader)
+            writer.close()
+            return answers, last, eof
+        finally:
+            server.close()
+
+    answers, last, eof = asyncio.run(asyncio.wait_for(body(), 20))
+    assert [a["corr"] for a in answers] == list(range(52)) + [None, 52]
+    assert [a["size"] for a in answers[:51]] == list(range(50)) + [3]
+    assert answers[51]["size"] == 300_000
+    assert answers[52]["error"] == "INVALID_REQUEST"
+    assert "exceeds" in last["message"] and eof is None

@@ -65,6 +65,7 @@ class _Run:
     lost: list[tuple[int, int]] = field(default_factory=list)  # (offset, value) lost on key 0
     truncated_at: int | None = None
     old_tail: list[int] = field(default_factory=list)  # n1's divergent records of key 0
+    read_back: bool = False  # a poll has read key 0 past the truncation point
 
 
 def make_store(
@@ -100,7 +101,7 @@ def make_store(
     _write_history(store / "history.jsonl", events)
     _write_samples(store / "samples.jsonl", rng, plan, run, partitions, lossy)
     _write_dumps(store / "nodes", run, partitions, lossy)
-    _write_test(store / "test.json", test, era, n_ops, processes, partitions, seconds)
+    _write_test(store / "test.json", test, era, n_ops, processes, partitions, seconds, start)
     _write_results(store / "results.json", events, run, lossy)
     (store / "harness.log").write_text("synthetic store\n")
     _link(store.parent / "latest", start)
@@ -130,7 +131,11 @@ def _client_events(rng, plan, run, n_ops, processes, partitions, lossy, evil_val
         if lossy and run.truncated_at is None and t >= plan.kill_leader:
             _truncate(run, acked_key0)
         key = rng.randrange(partitions)
-        if rng.random() < 0.7:
+        read_back = (run.truncated_at is not None and not run.read_back
+                     and len(run.logs[0]) >= run.truncated_at + len(run.old_tail))
+        if read_back:  # a consumer reads the new records at the lost offsets
+            key, run.read_back = 0, True
+        if not read_back and rng.random() < 0.7:
             value = next_value
             next_value += 1
             if evil_value is not None and value == 3:
@@ -270,14 +275,15 @@ def _crc(value) -> int:
     return zlib.crc32(json.dumps(value).encode()) if isinstance(value, str) else zlib.crc32(b"%d" % value)
 
 
-def _write_test(path, test, era, n_ops, processes, partitions, seconds) -> None:
+def _write_test(path, test, era, n_ops, processes, partitions, seconds, start) -> None:
+    start_iso = f"{start[:4]}-{start[4:6]}-{start[6:8]}T{start[9:11]}:{start[11:13]}:{start[13:15]}Z"
     spec = {"name": test, "era": era, "nodes": NODES, "topic": "log", "partitions": partitions,
             "replication_factor": 3, "concurrency": processes, "time_limit": seconds,
             "nemesis": {"faults": ["kill", "partition"], "interval": 3},
             "workload": {"name": "kafka-log", "acks": "all", "ops": n_ops},
             "config": {"min.insync.replicas": 2, "unclean.leader.election.enable": False,
                        "replica.lag.time.max.ms": 10000},
-            "backend": "netns", "start_time": "2026-11-21T19:00:00Z"}
+            "backend": "netns", "start_time": start_iso}
     path.write_text(json.dumps(spec, indent=2))
 
 
@@ -309,8 +315,9 @@ def _write_results(path: Path, events: list[_Event], run: _Run, lossy: bool) -> 
                 incons_ex.append({"key": 0, "offset": offset, "values": [value, other],
                                   "ops": [e_ok.index, reader.index]})
     cut = run.truncated_at or 0
-    divergent = [{"key": 0, "offset": cut + i, "replicas": {"n1": v, "n2": run.logs[0][cut + i],
-                                                            "n3": run.logs[0][cut + i]}}
+    divergent = [{"key": 0, "offset": cut + i,
+                  "replicas": [["n1", 0, v], ["n2", 2, run.logs[0][cut + i]], ["n3", 2, run.logs[0][cut + i]]],
+                  "ops": sorted(e_ok.index for (o, _), (_, e_ok) in acked.items() if o == cut + i)}
                  for i, v in enumerate(run.old_tail) if cut + i < len(run.logs[0])]
     results = {
         "valid": False,

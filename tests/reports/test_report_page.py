@@ -121,3 +121,33 @@ def test_missing_files_still_render(tmp_path):
     empty.mkdir()
     page = Page(Path(reports.build_report(empty)).read_text())
     assert "history.jsonl is missing or empty" in page.text
+
+
+def test_script_anywhere_in_the_store_is_text(tmp_path):
+    """Names, processes, fs, errors, config and dump values are all escaped too."""
+    evil = '<img src=x onerror=alert(1)><script>alert(2)</script>"'
+    store = make_store(tmp_path, n_ops=300, evil_value=evil)
+    spec = json.loads((store / "test.json").read_text())
+    spec["name"], spec["nemesis"] = evil, evil
+    (store / "test.json").write_text(json.dumps(spec))
+    with open(store / "history.jsonl", "a") as h:
+        h.write(json.dumps({"index": 10**6, "time": 10**9, "process": evil, "type": "invoke", "f": evil,
+                            "value": {evil: evil}}) + "\n")
+        h.write(json.dumps({"index": 10**6 + 1, "time": 10**9 + 5, "process": evil, "type": evil,
+                            "f": evil, "value": [evil], "error": evil}) + "\n")
+    results = json.loads((store / "results.json").read_text())
+    results["checkers"]["log"]["examples"]["lost-write"][0]["note"] = evil
+    results["checkers"][evil] = {"valid": "unknown", "error": evil, "counts": {evil: 1},
+                                 "examples": {evil: [{"key": evil, "ops": [10**6]}]}}
+    (store / "results.json").write_text(json.dumps(results))
+    dump_path = store / "nodes" / "n1" / "dump.json"
+    dump = json.loads(dump_path.read_text())
+    dump["partitions"][0]["records"][0][3] = evil
+    dump_path.write_text(json.dumps(dump))
+
+    html = Path(reports.build_report(store)).read_text()
+    page = Page(html)
+    assert "<script>" not in html and "<img src=x" not in html
+    assert not page.tags("script")
+    assert all(i["src"].startswith("data:image/") for i in page.tags("img"))
+    assert page.text.count(evil) >= 5

@@ -1,0 +1,175 @@
+"""Check a store directory: the log checker and the replica diff -> results.json.
+
+This is the function the harness calls after every run (and `harness check`
+on an old store). It must work on what a crashed or interrupted run left:
+a history whose last line was cut off mid-write is read without that line
+(noted in the results), and missing or unreadable replica dumps make the
+replica diff partial ("unknown" unless it finds divergence) instead of
+failing the whole check.
+
+Engines: "local" runs the in-process kernels; "spark" writes the run to
+Parquet under `<store>/parquet/` and runs `checkers.spark_check` (on
+`master`, default local[2]). Both give identical checker results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+
+from checkers import log_anomalies, replica_diff
+from checkers.flatten import flatten, flatten_dumps
+from checkers.history import HistoryError, read_history
+
+HISTORY = "history.jsonl"
+BROKER_NODE = re.compile(r"n\d+\Z")
+
+
+class StoreError(ValueError):
+    """A store that cannot be checked at all; the message names the problem and the fix."""
+
+
+def check_store(store_dir: str, engine: str = "local", master: str | None = None) -> dict:
+    """Check one store dir, write `<store_dir>/results.json`, return the results."""
+    if engine not in ("local", "spark"):
+        raise StoreError(f"unknown engine {engine!r}: use --engine local or --engine spark")
+    ops, truncated = read_store_history(store_dir)
+    dumps, missing = read_dumps(store_dir)
+    if engine == "local":
+        checkers, stats = _check_local(ops, dumps, missing)
+    else:
+        checkers, stats = _check_spark(store_dir, ops, dumps, missing, master)
+    results = assemble(checkers, stats, engine, truncated, missing)
+    write_results(store_dir, results)
+    return results
+
+
+def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing: list) -> dict:
+    """The results.json document (docs/interfaces.md) plus notes on a partial store."""
+    results = {"valid": combine(c["valid"] for c in checkers.values()),
+               "checkers": checkers, "stats": stats, "engine": engine}
+    notes = []
+    if truncated:
+        notes.append(f"{HISTORY}: the last line was cut off and was skipped")
+    if missing:
+        notes.append("no readable dump.json for " + ", ".join(missing))
+    if notes:
+        results["notes"] = notes
+    return results
+
+
+def combine(verdicts) -> bool | str:
+    """False if any checker is False, else "unknown" if any is, else True."""
+    verdicts = list(verdicts)
+    if any(v is False for v in verdicts):
+        return False
+    if any(v != True for v in verdicts):  # noqa: E712 - "unknown" is truthy
+        return "unknown"
+    return True
+
+
+def read_store_history(store_dir: str) -> tuple[list[dict], bool]:
+    """-> (ops, whether a cut-off last line was dropped)."""
+    path = os.path.join(store_dir, HISTORY)
+    if not os.path.exists(path):
+        raise StoreError(f"{path}: no history in this store; pass the store dir of a run "
+                         f"(store/<test>/<time>/)")
+    with open(path, "rb") as handle:
+        data = handle.read()
+    lines = data.split(b"\n")
+    last = lines[-1] if lines[-1].strip() else b""
+    if not last or _parses(last):
+        return read_history(path), False
+    # The harness died mid-write: read everything before the cut-off line.
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as tmp:
+        tmp.write(b"\n".join(lines[:-1]) + b"\n")
+    try:
+        return read_history(tmp.name), True
+    except HistoryError as err:
+        raise HistoryError(str(err).replace(tmp.name, path)) from None
+    finally:
+        os.unlink(tmp.name)
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        json.loads(line)
+        return True
+    except ValueError:
+        return False
+
+
+def read_dumps(store_dir: str) -> tuple[dict[str, dict], list[str]]:
+    """-> (node -> dump, broker nodes whose dump is missing or unreadable)."""
+    nodes_dir = os.path.join(store_dir, "nodes")
+    dumps, missing = {}, []
+    if not os.path.isdir(nodes_dir):
+        return dumps, missing
+    for node in sorted(os.listdir(nodes_dir)):
+        path = os.path.join(nodes_dir, node, "dump.json")
+        if not os.path.exists(path):
+            if BROKER_NODE.match(node):
+                missing.append(node)
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                dumps[node] = json.load(handle)
+        except (OSError, ValueError):
+            missing.append(node)
+    return dumps, missing
+
+
+def _check_local(ops, dumps, missing):
+    sends, reads, stats = flatten(ops)
+    records, replicas = flatten_dumps(dumps)
+    return {
+        "log": log_anomalies.check_flat(sends, reads),
+        "replica-diff": replica_diff.check_flat(records, replicas, sends, complete=not missing),
+    }, stats
+
+
+def _check_spark(store_dir, ops, dumps, missing, master):
+    from checkers import parquet
+    from checkers.spark_check import check_runs
+
+    run = os.path.abspath(store_dir)
+    out_dir = os.path.join(store_dir, "parquet")
+    stats = parquet.write_run(out_dir, run, ops, dumps)
+    found = check_runs([out_dir], [run], master=master, complete={run: not missing})
+    return found[run], stats
+
+
+def check_campaign(store_dirs: list[str], master: str | None = None) -> dict[str, dict]:
+    """Check many stores in one Spark job; writes each store's results.json."""
+    from checkers import parquet
+    from checkers.spark_check import check_runs
+
+    prepared = {}
+    for store_dir in store_dirs:
+        ops, truncated = read_store_history(store_dir)
+        dumps, missing = read_dumps(store_dir)
+        run = os.path.abspath(store_dir)
+        out_dir = os.path.join(store_dir, "parquet")
+        stats = parquet.write_run(out_dir, run, ops, dumps)
+        prepared[run] = (store_dir, out_dir, stats, truncated, missing)
+    runs = list(prepared)
+    found = check_runs([p[1] for p in prepared.values()], runs, master=master,
+                       complete={run: not p[4] for run, p in prepared.items()})
+    out = {}
+    for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
+        results = assemble(found[run], stats, "spark", truncated, missing)
+        write_results(store_dir, results)
+        out[store_dir] = results
+    return out
+
+
+def write_results(store_dir: str, results: dict) -> None:
+    """Write results.json atomically, so a reader never sees half a file."""
+    path = os.path.join(store_dir, "results.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    os.replace(tmp, path)

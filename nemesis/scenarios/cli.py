@@ -1,0 +1,77 @@
+"""`harness scenario`: list, run a library scenario, or run a user's script.
+
+Exit codes: the verdict's (0 valid, 1 invalid, 2 unknown or error); with
+`expect=True`, 0 when the observed verdict is the one the scenario declares
+for the era (and 1 otherwise, 2 on errors), for CI.
+"""
+from __future__ import annotations
+
+import sys
+
+from nemesis.scenarios.script import ERAS, ScenarioError, list_scenarios, load_file, load_scenario
+
+
+def _err(msg: str) -> int:
+    print(f"harness: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def describe_library() -> str:
+    lines = []
+    for name in list_scenarios():
+        try:
+            s = load_scenario(name)
+        except ScenarioError as e:
+            lines.append(f"{name}: INVALID: {e}")
+            continue
+        exp = ", ".join(f"{era}={_short(s.expect[era])}" if era in s.expect else f"{era}=not asserted"
+                        for era in ERAS)
+        first = s.description.strip().splitlines()[0] if s.description.strip() else ""
+        lines.append(f"{name:<20} {exp}\n{'':<20} {first}")
+    return "\n".join(lines)
+
+
+def _short(e) -> str:
+    if e.valid is True:
+        return "valid"
+    if e.valid is False:
+        return "invalid(" + ",".join(e.anomalies) + ")" if e.anomalies else "invalid"
+    return "unknown"
+
+
+def run_command(name: str | None, file: str | None, era: str | None, list_: bool = False,
+                backend: str = "netns", expect: bool = False, store_root: str = "store",
+                subnet: str | None = None, check: bool = True) -> int:
+    if list_:
+        print(describe_library())
+        return 0
+    if bool(name) == bool(file):
+        return _err("give a scenario NAME (see `harness scenario --list`) or --file FILE.yaml, not both")
+    if era not in ERAS:
+        return _err(f"--era {era!r}: use one of {', '.join(ERAS)}")
+    try:
+        scenario = load_file(file) if file else load_scenario(name)
+    except ScenarioError as e:
+        return _err(str(e))
+    from harness.runner import RunError
+    from harness.spec import SpecError
+    from nemesis.scenarios.executor import ScenarioRun, scenario_spec
+
+    try:
+        spec = scenario_spec(scenario, era, backend=backend, store_root=store_root, subnet=subnet, check=check)
+        run = ScenarioRun(spec, scenario)
+        code = run.execute()
+    except (SpecError, RunError, ValueError) as e:
+        return _err(str(e).splitlines()[0])
+    if run.store is not None:
+        print(str(run.store))
+    if run.step_error:
+        return _err(run.step_error)
+    if run.results is None:
+        return 2
+    if expect:
+        sc = run.results["scenario"]
+        if sc["expected"] is None:
+            return _err(f"{scenario.name} declares no verdict for era {era}; run without --expect")
+        return 0 if sc["as_expected"] else 1
+    return code

@@ -1,0 +1,101 @@
+"""The report's building blocks on small hand-written inputs."""
+
+from __future__ import annotations
+
+from reports.anomalies import collect, verdict
+from reports.diff_grid import build_grid, replica_logs
+from reports.ops import fault_intervals, pair_ops
+from reports.replica_plots import partition_series
+from reports.topology import parse_grudge
+
+
+def _line(i, t, p, kind, f, value=None):
+    return {"index": i, "time": t, "process": p, "type": kind, "f": f, "value": value}
+
+
+def test_pairing_joins_invocations_with_completions():
+    history = [
+        _line(0, 0, 0, "invoke", "send", [0, 1]),
+        _line(1, 1, 1, "invoke", "poll"),
+        _line(2, 5, 0, "ok", "send", [0, [0, 1]]),
+        _line(3, 6, 1, "info", "poll"),
+        _line(4, 7, 2, "invoke", "send", [0, 2]),  # never completes
+    ]
+    ops = pair_ops(history)
+    assert [(op.process, op.type, op.start, op.end, op.indices) for op in ops] == [
+        (0, "ok", 0, 5, (0, 2)), (1, "info", 1, 6, (1, 3)), (2, "info", 7, 7, (4,))]
+    assert ops[0].invoke_value == [0, 1] and ops[0].value == [0, [0, 1]]
+
+
+def test_fault_intervals_from_nemesis_ops():
+    history = [
+        _line(0, 10, "nemesis", "invoke", "kill", ["n1"]), _line(1, 11, "nemesis", "info", "kill", ["n1"]),
+        _line(2, 20, "nemesis", "info", "partition", {"grudge": {"n1": ["n2"]}}),
+        _line(3, 30, "nemesis", "info", "start", ["n1"]),
+        _line(4, 40, "nemesis", "info", "final"),
+        _line(5, 45, "nemesis", "info", "pause-node", ["n3"]),  # never resumed
+        _line(6, 50, "nemesis", "info", "something-new"),
+    ]
+    faults, markers = fault_intervals(pair_ops(history), end_of_test=60)
+    assert [(f.kind, f.start, f.end) for f in faults] == [
+        ("kill", 10, 30), ("partition", 20, 40), ("pause", 45, 60)]
+    assert faults[0].label == "kill n1 .. start n1"
+    assert [m.f for m in markers] == ["final", "something-new"]
+
+
+def test_grudge_in_every_shape():
+    want = {"n1": frozenset({"n2", "n3"}), "n2": frozenset({"n1"}), "n3": frozenset({"n1"})}
+    assert parse_grudge({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}}) == want
+    assert parse_grudge({"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}) == want
+    assert parse_grudge([["n1"], ["n2", "n3"]]) == want
+    assert parse_grudge({"components": [["n1"], ["n2", "n3"]]}) == want
+    assert parse_grudge("majority") is None and parse_grudge(None) is None
+
+
+def test_verdict_sentences():
+    bad = {"valid": False, "checkers": {"log": {"valid": False, "counts": {"lost-write": 1},
+                                                "examples": {"lost-write": [{"key": 3, "ops": [1]}]}}}}
+    assert verdict(bad, collect(bad), 10) == ("invalid", "Invalid: 1 acknowledged write lost on partition 3.")
+    good = {"valid": True, "checkers": {"log": {"valid": True, "counts": {"lost-write": 0}}}}
+    assert verdict(good, collect(good), 1234)[1] == "Valid: the checkers (log) found no anomaly in 1,234 history ops."
+    unknown = {"valid": "unknown", "checkers": {"linearizability": {"valid": "unknown", "error": "time limit"}}}
+    assert verdict(unknown, collect(unknown), 5) == (
+        "unknown", "Unknown: the checkers could not decide (linearizability: time limit).")
+    assert verdict(None, [], 0)[0] == "unknown"
+
+
+def _dumps(hw1, hw2):
+    return {
+        "n1": {"partitions": [{"partition": 0, "hw": hw1, "leo": 4,
+                               "records": [[0, 0, 10, "a"], [1, 0, 11, "b"], [2, 1, 12, "c"], [3, 1, 13, "d"]]}]},
+        "n2": {"partitions": [{"partition": 0, "hw": hw2, "leo": 3,
+                               "records": [[0, 0, 10, "a"], [1, 0, 11, "b"], [2, 2, 99, "X"]]}]},
+    }
+
+
+def test_diff_grid_marks_divergence_holes_and_hw():
+    grid = build_grid(0, replica_logs(_dumps(3, 3))[0])
+    assert grid.divergent == [2] and grid.differing == [] and grid.missing == 1
+    cells = {row.offset: [c.css for c in row.cells] for row in grid.rows}
+    assert cells[2] == ["divergent", "divergent"]
+    assert cells[3] == ["hw", "missing hw"]
+
+
+def test_diff_grid_tells_uncommitted_tails_apart():
+    grid = build_grid(0, replica_logs(_dumps(2, 2))[0])
+    assert grid.divergent == [] and grid.differing == [2]
+    cells = {row.offset: [c.css for c in row.cells] for row in grid.rows}
+    assert cells[2] == ["differs hw", "differs hw"]
+
+
+def test_samples_give_elections_and_isr_changes():
+    def sample(t, node, leader, epoch, isr, leo, role="leader"):
+        return {"time": t, "node": node, "state": {"partitions": [
+            {"partition": 0, "role": role, "leader": leader, "leader_epoch": epoch, "isr": isr,
+             "leo": leo, "hw": leo - 1}]}}
+    samples = [sample(0, "n1", 1, 0, [1, 2], 5), sample(1, "n1", 1, 0, [1], 6),
+               sample(2, "n2", 2, 1, [2], 6), {"bogus": True}]
+    series = partition_series(samples, set())[0]
+    assert series.elections == [(2, 1, 2)]
+    assert series.isr_changes == [(1, ("1",)), (2, ("2",))]
+    assert series.by_node["n1"] == [(0, 5, 4), (1, 6, 5)]
