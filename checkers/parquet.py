@@ -59,7 +59,7 @@ class TableWriter:
         self.flush()
         n = len(next(iter(columns.values())))
         arrays = [pa.array([self.run] * n, pa.string()) if f.name == "run"
-                  else pa.array(columns[f.name], f.type) for f in self.schema]
+                  else _as_array(columns[f.name], f.type) for f in self.schema]
         self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
 
     def flush(self) -> None:
@@ -75,6 +75,12 @@ class TableWriter:
     def close(self) -> None:
         self.flush()
         self.writer.close()
+
+
+def _as_array(values, kind: pa.DataType) -> pa.Array:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values.cast(kind)
+    return pa.array(values, kind)
 
 
 def open_writers(out_dir: str, run: str, tables=TABLES) -> dict[str, TableWriter]:

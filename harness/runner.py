@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from harness import verdict
-from harness.cleanup import RunRecord
+from harness.cleanup import RunRecord, release
 from harness.cluster.base import CONTROLLER, ClusterError
 from harness.db import ReplicaDb
 from harness.history import HistoryWriter
@@ -112,15 +112,16 @@ class Run:
             interrupted = str(e)
         except (ClusterError, RunError) as e:
             error = str(e)
-        except (TimeoutError, OSError) as e:
+        except Exception as e:  # a bug or an unexpected failure: still exit 2, never 1
             error = f"{type(e).__name__}: {e}"
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
+                self.progress.message("tearing down")
                 if cluster is not None:
-                    self.progress.message("tearing down")
                     cluster.destroy()
+                release(record)  # whatever a failed backend constructor recorded
                 record.remove_file()
             finally:
                 for s, h in old.items():

@@ -138,13 +138,13 @@ def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool, 
         if rec is None:
             start = logs[r]["log_start"]
             why = "below log start" if start is not None and off < start else "no record"
-            row.cells.append(Cell("-", f"{r} @ {off}: {why}", "missing" + hw_mark))
+            row.cells.append(Cell("-", f"{r} @ {off}: {why}", ("missing" + hw_mark).strip()))
             continue
         epoch, crc, value = rec
         text = value if isinstance(value, str) else repr(value)
         row.cells.append(Cell(text[:40] + ("..." if len(text) > 40 else ""),
                               f"{r} @ {off}: epoch {epoch}, crc {crc}, value {text[:500]}",
-                              ("divergent" if divergent else "differs" if differing else "") + hw_mark))
+                              (("divergent" if divergent else "differs" if differing else "") + hw_mark).strip()))
     return row
 
 

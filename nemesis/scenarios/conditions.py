@@ -1,6 +1,7 @@
 """The `wait until` condition language, over the sampled cluster state.
 
-A condition is clauses joined by `and`. Clauses (K a key, X a node reference
+A condition is clauses joined by `and` and `or` (`and` binds tighter: a
+condition holds when all clauses of one of its `or` alternatives hold). Clauses (K a key, X a node reference
 as in `roles`, V an integer or another quantity):
 
     leader of key K is X          leader of key K is not X       leader of key K is none
@@ -60,8 +61,12 @@ class Clause:
 
 @dataclass
 class Condition:
-    clauses: list[Clause]
+    alternatives: list[list[Clause]]  # or of ands
     text: str
+
+    @property
+    def clauses(self) -> list[Clause]:
+        return [c for alt in self.alternatives for c in alt]
 
     def checkpoint_refs(self) -> list[roles.Ref]:
         """Nodes whose checkpoint file the waiter must read each round."""
@@ -104,8 +109,10 @@ _COMPARE = re.compile(r"^(.+?)\s+(>=|<=|==|!=|=|>|<|is\s+not|is|reaches)\s+(.+)$
 def parse(text: str, layout: roles.Layout, bound: set[str]) -> Condition:
     if not isinstance(text, str) or not text.strip():
         raise ConditionError("empty condition; e.g. until: leader of key 0 is n2")
-    parts = re.split(r"\s+and\s+", " ".join(text.split()), flags=_I)
-    return Condition([_clause(p, layout, bound) for p in parts], " ".join(text.split()))
+    text = " ".join(text.split())
+    alternatives = [[_clause(p, layout, bound) for p in re.split(r"\s+and\s+", alt, flags=_I)]
+                    for alt in re.split(r"\s+or\s+", text, flags=_I)]
+    return Condition(alternatives, text)
 
 
 def _ref(text: str, layout, bound) -> roles.Ref:
@@ -207,11 +214,15 @@ def value(q: Quantity, obs: Observation):
 
 def evaluate(cond: Condition, obs: Observation) -> tuple[bool, str]:
     """(holds, what was seen) -- the second part names every clause's current value."""
-    seen, ok = [], True
-    for c in cond.clauses:
-        holds, text = _evaluate(c, obs)
-        ok &= holds
-        seen.append(text)
+    seen, ok = [], False
+    for alt in cond.alternatives:
+        all_hold = True
+        for c in alt:
+            holds, text = _evaluate(c, obs)
+            all_hold &= holds
+            if text not in seen:
+                seen.append(text)
+        ok |= all_hold
     return ok, "; ".join(seen)
 
 

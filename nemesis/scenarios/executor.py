@@ -134,6 +134,9 @@ class ScenarioRun(Run):
 
     async def _run_step(self, step: Step) -> None:
         label = step.label()
+        if step.eras is not None and self.spec.era not in step.eras:
+            self.progress.message(f"{label}: skipped in era {self.spec.era} (eras: {', '.join(step.eras)})")
+            return
         start = self.history.now()
         self.progress.message(f"{label}: {_describe(step)}")
         entry = {"index": step.index, "action": step.action, "id": step.id, "start": start}
@@ -405,4 +408,5 @@ def _describe(step: Step) -> str:
 def _step_json(step: Step) -> dict:
     args = step.args.model_dump(by_alias=True, exclude_defaults=True) if hasattr(step.args, "model_dump") \
         else step.args
-    return {"index": step.index, "action": step.action, "args": args, "id": step.id, "as": step.bind_as}
+    return {"index": step.index, "action": step.action, "args": args, "id": step.id, "as": step.bind_as,
+            "eras": step.eras}

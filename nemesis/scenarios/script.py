@@ -117,6 +117,7 @@ class Step(_Strict):
     id: str | None = None
     bind_as: str | None = None
     parsed: Any = None  # the parsed condition of a wait step
+    eras: list[str] | None = None  # run only in these eras (protocol generations differ)
 
     def label(self) -> str:
         return f"step {self.index} ({self.action}{' ' + self.id if self.id else ''})"
@@ -227,7 +228,12 @@ def _parse_step(index: int, raw: Any) -> Step:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping such as {{kill: n1}}, got {raw!r}")
     extra = {k: raw[k] for k in ("id", "as") if k in raw}
-    actions = [k for k in raw if k not in ("id", "as")]
+    eras = raw.get("eras")
+    if eras is not None:
+        eras = [eras] if isinstance(eras, str) else eras
+        if not isinstance(eras, list) or not eras or any(e not in ERAS for e in eras):
+            raise ScenarioError(f"{where}: eras must list some of {', '.join(ERAS)}, got {raw['eras']!r}")
+    actions = [k for k in raw if k not in ("id", "as", "eras")]
     known = [k for k in actions if k in ACTIONS]
     unknown = [k for k in actions if k not in ACTIONS]
     if unknown:
@@ -269,7 +275,7 @@ def _parse_step(index: int, raw: Any) -> Step:
         raise ScenarioError(f"{where}: {_one_line(e)}") from None
     if "as" in extra and action not in NODE_ACTIONS:
         raise ScenarioError(f"{where}: `as` names the node of a kill/restart/pause/resume step")
-    return Step(index=index, action=action, args=args, id=extra.get("id"), bind_as=extra.get("as"))
+    return Step(index=index, action=action, args=args, id=extra.get("id"), bind_as=extra.get("as"), eras=eras)
 
 
 def parse(data: Any, source: str = "scenario") -> Scenario:

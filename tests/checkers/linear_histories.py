@@ -148,49 +148,88 @@ def log_histories(draw, keys: int = 2, processes: int = 3, max_steps: int = 40) 
     return ops
 
 
-def brute_force_register(ops: list[dict], initial: Any = 0) -> bool:
-    """Linearizable as a cas-register?  Exhaustive search over orders (small histories only).
+def _brute_force(ops: list[dict], initial: Any, apply, effective) -> bool:
+    """Exhaustive search over orders consistent with real time (small histories only).
 
     Written independently of checkers.linear: pairs ops itself, tries every
-    order consistent with real time, and lets indefinite calls be skipped.
+    order, and lets indefinite calls be skipped.  ``effective(f, value,
+    definite)`` gives the sub-op or None (no constraint); ``apply(state, sub)``
+    gives (ok, new state).
     """
-    calls = []  # (inv, comp or inf, f, value)
+    calls = []  # [inv, comp or inf, invoke op, completion op or None, not failed]
     open_by_pid: dict[Any, int] = {}
     for pos, op in enumerate(ops):
         pid = op["process"]
         if op["type"] == "invoke":
             open_by_pid[pid] = len(calls)
-            calls.append([pos, float("inf"), op["f"], op["value"], True])
+            calls.append([pos, float("inf"), op, None, True])
         elif pid in open_by_pid:
             slot = open_by_pid.pop(pid)
             if op["type"] == "ok":
                 calls[slot][1] = pos
-                calls[slot][3] = op["value"]
+                calls[slot][3] = op
             elif op["type"] == "fail":
                 calls[slot][4] = False
-    calls = [c[:4] for c in calls if c[4]]
-
-    def apply(state, f, value):
-        if f == "read":
-            return (value is None or value == state), state
-        if f == "write":
-            return True, value
-        return state == value[0], value[1]
+    subs = []
+    for inv, comp, iop, cop, alive in calls:
+        if not alive:
+            continue
+        definite = cop is not None
+        sub = effective(iop["f"], cop["value"] if definite else iop["value"], definite)
+        if sub is not None:
+            subs.append((inv, comp, sub))
 
     @functools.lru_cache(maxsize=None)
     def search(remaining: frozenset, state) -> bool:
-        if all(calls[i][1] == float("inf") for i in remaining):
+        if all(subs[i][1] == float("inf") for i in remaining):
             return True
-        earliest_completion = min(calls[i][1] for i in remaining)
+        earliest_completion = min(subs[i][1] for i in remaining)
         for i in remaining:
-            inv, comp, f, value = calls[i]
+            inv, comp, sub = subs[i]
             if inv > earliest_completion:
                 continue  # some remaining call completed before this one began
-            ok, new_state = apply(state, f, value)
+            ok, new_state = apply(state, sub)
             if ok and search(remaining - {i}, new_state):
                 return True
             if comp == float("inf") and search(remaining - {i}, state):
                 return True  # an indefinite call that never took effect
         return False
 
-    return search(frozenset(range(len(calls))), initial)
+    return search(frozenset(range(len(subs))), initial)
+
+
+def brute_force_register(ops: list[dict], initial: Any = 0) -> bool:
+    """Linearizable as a cas-register?"""
+    def effective(f, value, definite):
+        if f == "read" and value is None:
+            return None
+        return (f, tuple(value) if isinstance(value, list) else value)
+
+    def apply(state, sub):
+        f, value = sub
+        if f == "read":
+            return value == state, state
+        if f == "write":
+            return True, value
+        return state == value[0], value[1]
+
+    return _brute_force(ops, initial, apply, effective)
+
+
+def brute_force_log(ops: list[dict]) -> bool:
+    """Linearizable as one append-only log (key 0), as the log model defines it?"""
+    def effective(f, value, definite):
+        if f == "send":
+            return ("append", value[1][0], value[1][1]) if definite else ("append", None, value[1])
+        if f == "poll" and definite:
+            records = value.get("0") or value.get(0) or []
+            return ("read", tuple((o, v) for o, v in records)) if records else None
+        return None
+
+    def apply(state, sub):
+        if sub[0] == "append":
+            _, offset, value = sub
+            return offset is None or offset == len(state), state + (value,)
+        return all(o < len(state) and state[o] == v for o, v in sub[1]), state
+
+    return _brute_force(ops, (), apply, effective)

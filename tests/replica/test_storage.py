@@ -179,3 +179,9 @@ def test_partition_dir_names(tmp_path):
     (tmp_path / "replication-offset-checkpoint").write_text("0\n0\n")
     (tmp_path / "junk").mkdir()
     assert [(t, p) for t, p, _ in list_partition_dirs(str(tmp_path))] == [("log", 0), ("log", 1)]
+
+
+@pytest.mark.parametrize("value", [0, -7, 2 ** 70, True, None, 1.5, "é✓", [1, "a"], {"b": {"z": 1, "a": [2]}}])
+def test_crc_matches_the_protocol_definition(value):
+    from replica.protocol import record_crc
+    assert value_crc(value) == record_crc(value)

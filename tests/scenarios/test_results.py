@@ -1,0 +1,141 @@
+"""What results.json says about a scenario run, from a hand-made store shaped
+like the one of a real hw-data-loss run in era hw: two acknowledged writes
+(offsets 3 and 4) lost, n2 truncated 5 -> 3, then n1 truncated 5 -> 3."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nemesis.scenarios import load_scenario, results
+
+LOG_N1 = """\
+2026-11-21T19:45:10.100Z broker-1 broker 1: log-0: leader in epoch 0 at leo 0 hw 0 isr [1, 2]
+2026-11-21T19:45:19.486Z broker-1 broker 1: log-0: truncated from leo 5 to 3
+"""
+LOG_N2 = """\
+2026-11-21T19:45:15.493Z broker-2 broker 2: log-0: truncated from leo 5 to 3
+2026-11-21T19:45:17.000Z broker-2 broker 2: log-0: shrinking ISR [2, 1]: [1] out of sync
+2026-11-21T19:45:19.488Z broker-2 broker 2: log-0: expanding ISR [2] with 1 (leo 3 >= hw 3)
+"""
+
+
+def _history():
+    ops, t = [], 0
+
+    def add(process, type_, f, value):
+        nonlocal t
+        t += 1
+        ops.append({"index": len(ops), "time": t, "process": process, "type": type_, "f": f, "value": value})
+
+    for value, offset in ((1, 0), (2, 1), (3, 2), (4, 3), (5, 4)):
+        add(1, "invoke", "send", [0, value])
+        add(1, "ok", "send", [0, [offset, value]])
+    add("nemesis", "info", "kill", ["n2"])
+    for value, offset in ((6, 3), (7, 4)):
+        add(1, "invoke", "send", [0, value])
+        add(1, "ok", "send", [0, [offset, value]])
+    add("nemesis", "info", "final", {"healed": True})
+    add(2, "invoke", "poll", None)
+    add(2, "ok", "poll", {"0": [[0, 1], [1, 2], [2, 3], [3, 6], [4, 7]]})
+    return ops
+
+
+def _dump(broker, records, hw):
+    return {"broker": broker, "partitions": [{"topic": "log", "partition": 0, "hw": hw, "leo": len(records),
+                                              "log_start": 0, "records": records}]}
+
+
+@pytest.fixture
+def store(tmp_path):
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in _history()))
+    good = [[0, 0, 0, 1], [1, 0, 0, 2], [2, 0, 0, 3], [3, 1, 0, 6], [4, 1, 0, 7]]
+    for node, log, records in (("n1", LOG_N1, good), ("n2", LOG_N2, good)):
+        d = tmp_path / "nodes" / node
+        d.mkdir(parents=True)
+        (d / "broker.log").write_text(log)
+        (d / "dump.json").write_text(json.dumps(_dump(int(node[1]), records, 5)))
+    samples = [{"time": 1, "node": "n1", "state": {"partitions": [{"partition": 0, "leo": 5}]}},
+               {"time": 2, "node": "n1", "state": {"partitions": [{"partition": 0, "leo": 3}]}},
+               {"time": 3, "node": "n1", "state": {"partitions": [{"partition": 0, "leo": 5}]}}]
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples) + '{"torn')
+    return tmp_path
+
+
+def test_lost_writes_name_key_offset_value_and_the_acknowledging_op(store):
+    ops = results._read_jsonl(store / "history.jsonl")
+    lost = results.lost_writes(ops, [{"key": 0, "value": 4, "acks": "all"}])
+    assert [(w["key"], w["offset"], w["value"], w["op"], w["now_at_offset"]) for w in lost] == \
+        [(0, 3, 4, 7, 6), (0, 4, 5, 9, 7)]
+    assert lost[0]["acks"] == "all" and lost[0]["invoke"] == 6
+    assert results.lost_writes(ops[:12], []) is None   # no final phase: unknown, not "nothing lost"
+
+
+def test_truncation_points_and_isr_changes_from_the_broker_logs(store):
+    truncations, isr = results.log_events(store)
+    assert [(t["node"], t["from"], t["to"]) for t in truncations] == [("n2", 5, 3), ("n1", 5, 3)]
+    assert [(e["change"], e["node"]) for e in isr] == [("shrink", "n2"), ("expand", "n2")]
+    assert isr[1]["leo"] == 3 and isr[1]["hw"] == 3 and isr[1]["replica"] == 1
+    drops = results.leo_drops(results._read_jsonl(store / "samples.jsonl"))
+    assert [(d["node"], d["from"], d["to"]) for d in drops] == [("n1", 5, 3)]
+
+
+def test_divergence_lists_offsets_and_replicas():
+    dumps = {"n1": _dump(1, [[0, 0, 0, "m0"], [1, 2, 0, "new"]], 2),
+             "n2": _dump(2, [[0, 0, 0, "m0"], [1, 0, 0, "m1"], [2, 2, 0, "x"]], 2)}
+    d = results.divergence(dumps)
+    assert len(d) == 1 and d[0]["offset"] == 1 and d[0]["committed"]
+    assert d[0]["replicas"]["n1"]["value"] == "new" and d[0]["replicas"]["n2"]["value"] == "m1"
+
+
+def test_verdict_expectation_and_truncation_check(store):
+    scenario = load_scenario("hw-data-loss")
+    checked = results._check_with_kernels(store)
+    assert checked["checkers"]["log"]["counts"]["lost-write"] == 2
+    record = {"aliases": {"A": "n2", "B": "n1"}, "writes": [], "measurements": []}
+    out = results.analyze(store, scenario, "hw", checked, record)
+    sc = out["scenario"]
+    assert out["valid"] is False and sc["as_expected"] is True
+    assert sc["forbidden_found"]["lost-write"] == 2
+    out = results.analyze(store, scenario, "epoch", checked, record)
+    assert out["valid"] is False and out["scenario"]["as_expected"] is False
+
+
+def test_allowed_anomalies_are_set_aside_but_reported(store):
+    scenario = load_scenario("epoch-truncation")   # acks=1: losing writes is allowed
+    checked = results._check_with_kernels(store)
+    record = {"aliases": {"A": "n1", "B": "n2", "C": "n3"}, "writes": [], "measurements": []}
+    out = results.analyze(store, scenario, "epoch", checked, record)
+    sc = out["scenario"]
+    assert sc["allowed_found"]["lost-write"] == 2 and not sc["forbidden_found"]
+    # the seed's order is B (n2) then A (n1), both to 3: the logs above say exactly that
+    assert sc["truncation_check"]["match"] and out["valid"] is True and sc["as_expected"]
+    record["aliases"] = {"A": "n2", "B": "n1"}
+    out = results.analyze(store, scenario, "epoch", checked, record)
+    assert out["valid"] is False and "truncation points differ" in out["scenario"]["reasons"][-1]
+
+
+def test_a_measurement_takes_the_broker_log_time_and_is_checked_against_its_bound(store):
+    _, isr = results.log_events(store)
+    since = results._wall("2026-11-21T19:45:12.000Z")
+    m = {"name": "shrink", "ms": 5100.0, "bound_ms": 6000.0, "within": True, "event": "isr-shrink",
+         "since_wall": since}
+    results.refine_measurement(m, isr)
+    assert m["ms"] == 5000.0 and m["source"] == "broker log" and m["within"]
+    m = {"name": "shrink", "ms": 1.0, "bound_ms": 4000.0, "within": True, "event": "isr-shrink",
+         "since_wall": since}
+    results.refine_measurement(m, isr)
+    assert m["within"] is False
+
+
+def test_a_step_error_makes_the_verdict_unknown(store):
+    scenario = load_scenario("hw-data-loss")
+    checked = {"valid": "unknown", "error": "x"}
+    out = results.analyze(store, scenario, "hw", checked,
+                          {"error": "step 3 (wait): timed out", "writes": [], "measurements": []})
+    assert out["valid"] == "unknown" and out["error"].startswith("step 3")
+
+
+def test_offset_checkpoint_format():
+    assert results.parse_offset_checkpoint("0\n2\nlog 0 3\nlog 1 7\nother 0 9\n", "log") == {0: 3, 1: 7}
+    assert results.parse_offset_checkpoint("", "log") == {}

@@ -1,0 +1,110 @@
+"""The script format: the library validates, and every kind of bad script
+gets one line naming the step and the problem."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import yaml
+
+from nemesis.scenarios import ScenarioError, list_scenarios, load_file, load_scenario
+from nemesis.scenarios.script import ERAS, bound_ms, parse
+
+TABLE = {  # DESIGN.md, scenario table (tiered rows aside): era -> declared verdict
+    "hw-data-loss": {"hw": (False, ["lost-write"]), "kip101": (True, []), "epoch": (True, [])},
+    "hw-divergence": {"hw": (False, ["divergence", "inconsistent-offsets"]), "kip101": (True, []),
+                      "epoch": (True, [])},
+    "epoch-truncation": {"epoch": (True, [])},
+    "fast-failover": {"kip101": (False, ["divergence"]), "epoch": (True, [])},
+    "isr-shrink-expand": {"hw": (True, []), "kip101": (True, []), "epoch": (True, [])},
+}
+
+
+def test_library_has_every_row_of_the_table_with_its_verdicts():
+    assert set(list_scenarios()) == set(TABLE)
+    for name, cells in TABLE.items():
+        s = load_scenario(name)
+        assert {era: (e.valid, e.anomalies) for era, e in s.expect.items()} == cells, name
+        for era in ERAS:
+            assert "divergence" not in s.allowed(era) or era != "epoch"
+
+
+def test_epoch_truncation_declares_the_seed_truncation_points():
+    s = load_scenario("epoch-truncation")
+    assert [(t.node, t.to) for t in s.truncations["epoch"]] == [("B", 3), ("A", 3)]
+
+
+def test_isr_bound_is_one_and_a_half_lag():
+    s = load_scenario("isr-shrink-expand")
+    wait = next(st for st in s.steps if st.action == "wait" and st.args.measure and st.args.measure.name == "shrink")
+    assert bound_ms(wait.args.measure.max_ms, s.settings, "epoch") == 1.5 * s.settings["replica.lag.time.max.ms"]
+
+
+def _script(steps: str, **top) -> dict:
+    data = {"name": "t", "nodes": 2, "settings": {"min.insync.replicas": 1}, **top}
+    data["steps"] = yaml.safe_load(textwrap.dedent(steps))
+    return data
+
+
+@pytest.mark.parametrize("steps,message", [
+    ("- write: 2\n- crash: n1\n", "step 2: unknown step 'crash'"),
+    ("- kill: n9\n", "step 1 (kill): unknown node 'n9'"),
+    ("- kill: X\n", "step 1 (kill): unknown node 'X'"),
+    ("- kill: leader of key 3\n", "step 1 (kill): key 3 does not exist"),
+    ("- kill: follower 2 of key 0\n", "step 1 (kill): 'follower 2 of key 0': key has 1 followers"),
+    ("- restart: [n1, the boss]\n", "step 1 (restart): bad node reference 'the boss'"),
+    ("- wait: leader of key 0 is maybe\n", "step 1 (wait): unknown node 'maybe'"),
+    ("- wait: the cluster is happy and calm\n", "step 1 (wait): cannot parse condition"),
+    ("- wait: {until: leo of n1 on key 0 >= 3, timeout: -1}\n", "step 1 (wait): timeout:"),
+    ("- write: {key: 0, acks: 2}\n", "step 1 (write): acks: got '2'"),
+    ("- write: {key: 5}\n", "step 1 (write): key 5 does not exist"),
+    ("- partition: {cut: [n1]}\n", "step 1 (partition): cut takes pairs"),
+    ("- partition: {cut: [n1, B]}\n", "step 1 (partition): unknown node 'B'"),
+    ("- sleep: forever\n", "step 1 (sleep): takes seconds"),
+    ("- heal: now\n", "step 1 (heal): takes no arguments"),
+    ("- {kill: n1, write: 1}\n", "step 1: needs exactly one action"),
+    ("- {write: 1, as: A}\n", "step 1 (write): `as` names the node"),
+    ("- wait: {until: n1 is up, measure: {name: m, since: cut}}\n", "step 1 (wait): measure.since 'cut'"),
+])
+def test_bad_steps_get_one_line_naming_the_step(steps, message):
+    with pytest.raises(ScenarioError) as e:
+        parse(_script(steps))
+    text = str(e.value)
+    assert "\n" not in text
+    assert message in text, text
+
+
+def test_names_bound_by_as_or_bind_are_usable_later_but_not_earlier():
+    ok = parse(_script("- kill: leader of key 0\n  as: B\n- bind: {A: a follower of key 0}\n"
+                       "- wait: leader of key 0 is A\n- restart: B\n"))
+    assert [s.action for s in ok.steps] == ["kill", "bind", "wait", "restart"]
+    with pytest.raises(ScenarioError, match="step 1 \\(restart\\): unknown node 'B'"):
+        parse(_script("- restart: B\n- kill: leader of key 0\n  as: B\n"))
+
+
+def test_bad_top_level_fields_and_settings():
+    with pytest.raises(ScenarioError, match="settings: unknown setting 'replica.lag'"):
+        parse(_script("- write: 1\n", settings={"replica.lag": 5}))
+    with pytest.raises(ScenarioError, match="expect.hw.anomalies: unknown anomaly 'lost'"):
+        parse(_script("- write: 1\n", expect={"hw": "lost"}))
+    with pytest.raises(ScenarioError, match="colour: unknown field"):
+        parse(_script("- write: 1\n", colour="red"))
+    with pytest.raises(ScenarioError, match="needs a non-empty list `steps:`"):
+        parse({"name": "t", "steps": []})
+
+
+def test_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nsteps: [\n")
+    with pytest.raises(ScenarioError, match="bad.yaml:.*malformed YAML"):
+        load_file(bad)
+    with pytest.raises(ScenarioError, match="no-such.yaml: No such file"):
+        load_file(tmp_path / "no-such.yaml")
+    with pytest.raises(ScenarioError, match="unknown scenario 'nope'.*harness scenario --list"):
+        load_scenario("nope")
+
+
+def test_divergence_is_never_allowed_in_era_epoch():
+    s = parse(_script("- write: 1\n", allowed_anomalies=["divergence", "lost-write"]))
+    assert s.allowed("kip101") == ["divergence", "lost-write"]
+    assert s.allowed("epoch") == ["lost-write"]
