@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_log4j2.properties")
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"
 
@@ -51,16 +52,22 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
     builder = (
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.driver.memory", memory)
-        .config("spark.driver.extraJavaOptions", JAVA17_OPENS)
+        .config("spark.driver.extraJavaOptions",
+                f"{JAVA17_OPENS} -Dlog4j.configurationFile=file:{LOG4J_CONFIG}")
         .config("spark.executor.extraJavaOptions", JAVA17_OPENS)
         .config("spark.sql.shuffle.partitions", str(partitions))
         .config("spark.sql.adaptive.enabled", "true")
+        # Keep joins on (run, key, ...) on the existing (run, key) partitioning.
+        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
     )
+    if master.startswith("local"):
+        # Loopback only: a local driver needs no reachable address.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.driver.host", "127.0.0.1"))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -52,7 +52,9 @@ class Op:
 
 
 def _indices(a: Any, b: Any) -> tuple[int, ...]:
-    return tuple(i for i in (a, b) if isinstance(i, int))
+    if type(a) is int:
+        return (a, b) if type(b) is int else (a,)
+    return (b,) if type(b) is int else ()
 
 
 def mark_referenced(ops: list[Op], referenced: set[int]) -> None:

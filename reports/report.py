@@ -9,7 +9,9 @@ autoescaping; nothing from the store is marked safe.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
+from contextlib import contextmanager
 import logging
 from pathlib import Path
 from typing import Any
@@ -71,8 +73,27 @@ def checker_details(results: dict | None) -> list[tuple[str, str]]:
     return out
 
 
+@contextmanager
+def paused_gc():
+    """No cyclic GC while a report is built: it would rescan millions of history dicts, repeatedly.
+
+    Nothing built here forms cycles worth collecting; reference counting frees it all."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def build_report(store_dir: str | Path) -> str:
     """Read the store, draw everything, write ``report.html``; returns its path."""
+    with paused_gc():
+        return _build(Path(store_dir))
+
+
+def _build(store_dir: Path) -> str:
     store = read_store(store_dir)
     ops = pair_ops(store.history)
     end_of_test = max((op.end for op in ops), default=0)

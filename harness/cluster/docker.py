@@ -1,8 +1,8 @@
 """Cluster backend `docker`: one container per host on an internal network.
 
 The harness creates, per run, a bridge network with `internal=True` (no route
-out of it) and an explicit subnet (default 10.211.0.0/24, apart from the netns
-default), and one container per host (`ctl`, `n1..nN`, hostnames likewise)
+out of it) and an explicit subnet (by default the first free /24 of
+10.211.0.0/16, apart from the netns default 10.210.0.0/24), and one container per host (`ctl`, `n1..nN`, hostnames likewise)
 from the node image (docker/Dockerfile: python3, iproute2, iptables, procps,
 sshd; nothing of the project). Containers get NET_ADMIN so that iptables
 faults work inside them, and Docker's init as pid 1 so that killed daemons are
@@ -32,6 +32,7 @@ from harness.remote.ssh import (GeneratedEd25519Key, SshRemote, SshUnreachable, 
                                  public_line)
 
 DEFAULT_SUBNET = "10.211.0.0/24"
+AUTO_RANGE = "10.211.0.0/16"  # where an unspecified subnet is looked for
 DEFAULT_IMAGE = os.environ.get("HARNESS_NODE_IMAGE", "harness-node:latest")
 LABEL_RUN = "harness.run"
 LABEL_OWNER_PID = "harness.owner-pid"
@@ -82,14 +83,16 @@ class DockerCluster(SshHosts):
     which reaches them through the bridge (the gateway address plays the
     client host: no grudge names it)."""
 
-    def __init__(self, run_id: str, nodes: int, record: RunRecord, subnet: str = DEFAULT_SUBNET,
+    def __init__(self, run_id: str, nodes: int, record: RunRecord, subnet: str | None = None,
                  image: str = DEFAULT_IMAGE, docker_url: str | None = None,
                  layout: HostLayout | None = None):
         self.run_id = run_id
         self.nodes = nodes
         self.record = record
-        self.gateway, self.addresses = host_addresses(subnet, nodes)  # validates the subnet
-        self.subnet = str(ipaddress.ip_network(subnet, strict=False))
+        # None: the first free /24 from DEFAULT_SUBNET on, so that runs can
+        # share the engine; an explicit subnet is used as given or refused.
+        self.auto_subnet = subnet is None
+        self._set_subnet(subnet or DEFAULT_SUBNET)
         self.image = image
         self.docker_url = docker_url
         self.layout = layout or HostLayout()
@@ -99,6 +102,33 @@ class DockerCluster(SshHosts):
         self.key: GeneratedEd25519Key | None = None
         self._client = None
         self._network = None
+
+    def _set_subnet(self, subnet: str) -> None:
+        self.gateway, self.addresses = host_addresses(subnet, self.nodes)  # validates the subnet
+        self.subnet = str(ipaddress.ip_network(subnet, strict=False))
+
+    def _create_network(self, client, labels: dict):
+        """The run's internal network; in auto mode the next /24 of
+        AUTO_RANGE while the current one overlaps another network."""
+        import docker.types
+        from docker.errors import APIError
+        tries = 256 if self.auto_subnet else 1
+        for attempt in range(tries):
+            ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
+                subnet=self.subnet, gateway=self.gateway)])
+            try:
+                return client.networks.create(self.network_name, driver="bridge", internal=True,
+                                              ipam=ipam, labels=labels, check_duplicate=True)
+            except APIError as e:
+                if "overlap" not in str(e).lower() or attempt == tries - 1:
+                    hint = "pick a free --subnet" if not self.auto_subnet else \
+                        f"pass a --subnet outside {AUTO_RANGE}"
+                    raise ClusterError(f"docker network {self.network_name} on {self.subnet}: "
+                                       f"{_short(e)}; {hint} or run `harness cleanup`") from None
+            nxt = ipaddress.ip_network(self.subnet).network_address + 256
+            if nxt not in ipaddress.ip_network(AUTO_RANGE):
+                nxt = ipaddress.ip_network(AUTO_RANGE).network_address
+            self._set_subnet(f"{nxt}/24")
 
     def container_name(self, host: str) -> str:
         return f"hx-{self.run_id}-{host}"
@@ -117,8 +147,7 @@ class DockerCluster(SshHosts):
             raise
 
     def _create(self) -> None:
-        import docker.types
-        from docker.errors import APIError, ImageNotFound
+        from docker.errors import ImageNotFound
         client = self._client = docker_client(self.docker_url)
         try:
             client.images.get(self.image)
@@ -127,14 +156,7 @@ class DockerCluster(SshHosts):
         self.key = new_ed25519_key()
         labels = self._labels()
         self.record.add("docker-network", name=self.network_name)
-        ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=self.subnet,
-                                                                           gateway=self.gateway)])
-        try:
-            self._network = client.networks.create(self.network_name, driver="bridge", internal=True,
-                                                   ipam=ipam, labels=labels, check_duplicate=True)
-        except APIError as e:
-            raise ClusterError(f"docker network {self.network_name} on {self.subnet}: {_short(e)}; "
-                               "pick a free --subnet or run `harness cleanup`") from None
+        self._network = self._create_network(client, labels)
         for host, addr in self.addresses.items():
             self.record.add("docker-container", name=self.container_name(host))
             self.containers[host] = self._create_container(client, host, addr, labels)
@@ -298,10 +320,11 @@ def _short(e: Exception) -> str:
 
 def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> DockerCluster:
     """The runner's factory. The subnet is the spec's only when set
-    explicitly (its default is the netns one); backend_options may give
+    explicitly (its default is the netns one), else the first free /24 of
+    AUTO_RANGE; backend_options may give
     `subnet`, `image` and `docker_url`. `work_dir` (a path on the harness
     machine) is unused: containers keep their files under layout.work_dir."""
     opts = dict(spec.backend_options or {})
-    subnet = opts.get("subnet") or (spec.subnet if "subnet" in spec.model_fields_set else DEFAULT_SUBNET)
+    subnet = opts.get("subnet") or (spec.subnet if "subnet" in spec.model_fields_set else None)
     return DockerCluster(run_id, spec.nodes, record, subnet=subnet,
                          image=opts.get("image", DEFAULT_IMAGE), docker_url=opts.get("docker_url"))

@@ -47,6 +47,8 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
         return 0
     if bool(name) == bool(file):
         return _err("give a scenario NAME (see `harness scenario --list`) or --file FILE.yaml, not both")
+    if era is None:
+        return _err(f"give the protocol generation: --era {' | '.join(ERAS)}")
     if era not in ERAS:
         return _err(f"--era {era!r}: use one of {', '.join(ERAS)}")
     try:

@@ -216,6 +216,8 @@ def refine_measurement(m: dict, isr_changes: list[dict]) -> None:
             continue
         if ev["change"] == kind and at >= m["since_wall"] - 0.005:
             m.update(ms=round((at - m["since_wall"]) * 1000, 1), source="broker log", log_event=ev)
+            if kind == "expand":  # the leader's reason to take the follower back
+                m.update(follower_leo=ev["leo"], leader_hw=ev["hw"], leo_reached_hw=ev["leo"] >= ev["hw"])
             if m.get("bound_ms") is not None:
                 m["within"] = m["ms"] <= m["bound_ms"]
             return

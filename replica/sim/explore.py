@@ -209,8 +209,16 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as e:
             print(f"error: cannot read trace {args.replay}: {e}", file=sys.stderr)
             return 2
+        if not isinstance(data, dict) or not isinstance(data.get("trace"), list):
+            print(f"error: {args.replay} must hold an object with a \"trace\" list (as explore prints it)",
+                  file=sys.stderr)
+            return 2
         options["unclean"] = options["unclean"] or bool(data.get("unclean"))
-        outcome = replay(data["trace"], args.era, data.get("seed", 0), **options)
+        try:
+            outcome = replay(data["trace"], args.era, int(data.get("seed", 0)), **options)
+        except (ValueError, TypeError, IndexError, KeyError) as e:
+            print(f"error: bad step in {args.replay}: {e}", file=sys.stderr)
+            return 2
         print(json.dumps({"era": args.era, "violation": outcome.violation}))
         return 1 if outcome.violation else 0
     started = time.monotonic()

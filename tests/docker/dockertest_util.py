@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 RECORDS = Path(tempfile.gettempdir()) / "hx-docker-test-records"
 
 
-def new_cluster(nodes: int = 3, subnet: str = "10.211.0.0/24", **kw) -> DockerCluster:
+def new_cluster(nodes: int = 3, subnet: str | None = None, **kw) -> DockerCluster:
     run_id = "t" + secrets.token_hex(3)
     record = RunRecord(run_id, run_dir=RECORDS)
     return DockerCluster(run_id, nodes, record, subnet=subnet, **kw)

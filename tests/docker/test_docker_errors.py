@@ -110,3 +110,18 @@ def test_unreachable_host(cluster):
         r.connect()
     msg = _one_line(e)
     assert "unreachable over SSH" in msg and ".200" in msg and "port 22" in msg
+
+
+def test_runs_without_a_subnet_share_the_engine(cluster):
+    """Two runs that name no subnet both come up, each on its own /24."""
+    a, b = new_cluster(nodes=1), new_cluster(nodes=1)
+    try:
+        a.create()
+        b.create()
+        assert len({a.subnet, b.subnet, cluster.subnet}) == 3
+        for c in (a, b):
+            assert c.subnet.startswith("10.211.") and c.remotes["n1"].run(["hostname"]).stdout == "n1\n"
+    finally:
+        a.destroy()
+        b.destroy()
+    assert _leftovers(a.run_id) == [] and _leftovers(b.run_id) == []

@@ -60,3 +60,11 @@ def test_cli_replay_exit_codes(tmp_path, capsys):
     assert explore.main(["--era", "hw", "--replay", str(path)]) == 1
     assert explore.main(["--era", "epoch", "--replay", str(path)]) == 0
     assert explore.main(["--era", "epoch", "--replay", str(tmp_path / "missing.json")]) == 2
+
+
+def test_cli_replay_rejects_bad_traces(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"trace": [["explode", 1]]}))
+    assert explore.main(["--era", "epoch", "--replay", str(bad)]) == 2
+    bad.write_text(json.dumps([1, 2]))
+    assert explore.main(["--era", "epoch", "--replay", str(bad)]) == 2

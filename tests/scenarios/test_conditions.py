@@ -108,3 +108,12 @@ def test_comparisons_match_python(leo, v, op):
     py = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
           ">": operator.gt, "<": operator.lt}[op]
     assert holds(f"leo of n1 on key 0 {op} {v}", obs(leos=(leo, 0, 0)))[0] == py(leo, v)
+
+
+def test_or_of_ands():
+    o = obs(leader=None)
+    assert holds("leader of key 0 is n2 or leader of key 0 is none", o)[0]
+    assert not holds("leader of key 0 is n2 or leader of key 0 is none and isr size of key 0 is 1", o)[0]
+    assert holds("leader of key 0 is n2 or leader of key 0 is none and isr size of key 0 is 3", o)[0]
+    ok, seen = holds("leader of key 0 is n2 or leader of key 0 is n3", obs())
+    assert not ok and seen == "leader of key 0 = n1"    # each value once

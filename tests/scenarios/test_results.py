@@ -122,6 +122,9 @@ def test_a_measurement_takes_the_broker_log_time_and_is_checked_against_its_boun
          "since_wall": since}
     results.refine_measurement(m, isr)
     assert m["ms"] == 5000.0 and m["source"] == "broker log" and m["within"]
+    m = {"name": "rejoin", "ms": 1.0, "bound_ms": None, "event": "isr-expand", "since_wall": since}
+    results.refine_measurement(m, isr)
+    assert m["ms"] == 7488.0 and m["leo_reached_hw"] and (m["follower_leo"], m["leader_hw"]) == (3, 3)
     m = {"name": "shrink", "ms": 1.0, "bound_ms": 4000.0, "within": True, "event": "isr-shrink",
          "since_wall": since}
     results.refine_measurement(m, isr)

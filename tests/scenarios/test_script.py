@@ -108,3 +108,10 @@ def test_divergence_is_never_allowed_in_era_epoch():
     s = parse(_script("- write: 1\n", allowed_anomalies=["divergence", "lost-write"]))
     assert s.allowed("kip101") == ["divergence", "lost-write"]
     assert s.allowed("epoch") == ["lost-write"]
+
+
+def test_eras_limit_a_step_to_some_generations():
+    s = parse(_script("- write: 1\n  eras: [hw, kip101]\n- write: 1\n"))
+    assert s.steps[0].eras == ["hw", "kip101"] and s.steps[1].eras is None
+    with pytest.raises(ScenarioError, match="step 1: eras must list some of hw, kip101, epoch"):
+        parse(_script("- write: 1\n  eras: [kafka4]\n"))
