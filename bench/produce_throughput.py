@@ -8,6 +8,13 @@ records/s per mode and one JSON line with all figures.
 
     .venv/bin/python bench/produce_throughput.py [--seconds 10] [--producers 16] [--batch 100]
         [--era epoch] [--shared-too] [--set k=v] [--profile DIR]   # DIR: cProfile output of every process (*.prof)
+        [--replica-root DIR]            # run the replica/ package found in DIR instead of this repo's
+        [--compare DIR --rounds 3]      # alternate runs of this tree and of DIR/replica; print ratios
+
+The machine is shared and noisy, so a change is judged by ``--compare``: it
+runs this tree and a baseline copy (``cp -r replica /tmp/base/replica`` before
+the change) in alternation, each in its own process, and reports the median
+records/s of each and their ratio per mode.
 """
 
 from __future__ import annotations
@@ -24,10 +31,26 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests" / "replica")]
 
+
+def _replica_root(argv: list[str]) -> Path:
+    """``--replica-root DIR`` must be known before ``replica`` is imported (client and servers)."""
+    for i, arg in enumerate(argv):
+        if arg == "--replica-root" and i + 1 < len(argv):
+            return Path(argv[i + 1]).resolve()
+        if arg.startswith("--replica-root="):
+            return Path(arg.split("=", 1)[1]).resolve()
+    return REPO
+
+
+ROOT = _replica_root(sys.argv[1:])
+sys.path[:0] = [str(ROOT), str(REPO / "tests" / "replica")]
+
+import cluster_fixture  # noqa: E402
 from cluster_fixture import LocalCluster  # noqa: E402
 from replica.client import ClientError  # noqa: E402
+
+cluster_fixture.REPO = ROOT          # the processes run (cwd, PYTHONPATH) the same tree as the client
 
 TOPIC = "bench"
 PARTITIONS = 3
@@ -124,6 +147,50 @@ async def bench(args, cluster: LocalCluster) -> dict:
     return results
 
 
+def _strip(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """argv without the given options (each followed by its value)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not any(arg.startswith(n + "=") for n in names):
+            out.append(arg)
+    return out
+
+
+def compare(args, argv: list[str]) -> int:
+    """Run this tree and the baseline alternately in child processes; print medians and ratios."""
+    import statistics
+    import subprocess
+    child = _strip(argv, ("--compare", "--rounds", "--replica-root", "--profile"))
+    trees = {"baseline": args.compare.resolve(), "current": REPO}
+    figures: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+    for round_no in range(args.rounds):
+        for name, root in trees.items():
+            print(f"--- round {round_no + 1}/{args.rounds}: {name} ({root})", flush=True)
+            done = subprocess.run([sys.executable, __file__, *child, "--replica-root", str(root)],
+                                  stdout=subprocess.PIPE, text=True)
+            lines = done.stdout.strip().splitlines()
+            print("\n".join(lines[:-1]), flush=True)
+            if done.returncode != 0 or not lines:
+                print(f"{name} run failed (exit {done.returncode})", file=sys.stderr)
+                return 2
+            for mode, r in json.loads(lines[-1])["modes"].items():
+                figures[name].setdefault(mode, []).append(r["records_per_s"])
+    summary = {}
+    for mode in figures["current"]:
+        base = statistics.median(figures["baseline"][mode])
+        cur = statistics.median(figures["current"][mode])
+        summary[mode] = {"baseline": base, "current": cur, "ratio": round(cur / base, 2) if base else None,
+                         "baseline_runs": figures["baseline"][mode], "current_runs": figures["current"][mode]}
+        print(f"{mode:<24} baseline {base:>9.1f}  current {cur:>9.1f} records/s (median of {args.rounds})  "
+              f"ratio {summary[mode]['ratio']}")
+    print(json.dumps({"producers": args.producers, "era": args.era, "compare": summary}))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -135,7 +202,14 @@ def main(argv=None) -> int:
     parser.add_argument("--shared-too", action="store_true",
                         help="also run both modes with one Client shared by all producers")
     parser.add_argument("--profile", type=Path, help="write cProfile output of every process here")
+    parser.add_argument("--replica-root", type=Path, default=REPO,
+                        help="folder that contains the replica/ package to benchmark")
+    parser.add_argument("--compare", type=Path, metavar="DIR",
+                        help="folder with a baseline replica/ package: alternate runs, print ratios")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each tree with --compare")
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args, argv if argv is not None else sys.argv[1:])
     with tempfile.TemporaryDirectory(prefix="produce-bench-") as tmp:
         settings = dict(item.split("=", 1) for item in args.set)
         cluster = LocalCluster(Path(tmp), brokers=3, era=args.era, settings=settings, profile_dir=args.profile)

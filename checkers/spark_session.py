@@ -59,6 +59,9 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
         .config("spark.sql.adaptive.enabled", "true")
         # Keep joins on (run, key, ...) on the existing (run, key) partitioning.
         .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+        # A cached DataFrame keeps its hash partitioning under AQE, so later
+        # aggregations and windows on the same keys need no second shuffle.
+        .config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")

@@ -30,6 +30,8 @@ class BrokerShell(Shell):
         self.data_dir = data_dir
         self.config = config
         self.logs: dict[tuple[str, int], S.PartitionLog] = {}
+        # HW / recovery-point checkpoints: written off the event loop (see S.CheckpointWriter).
+        self.checkpoints = S.CheckpointWriter(on_error=self.log)
 
     def recover(self) -> dict:
         """Open every partition log (dropping torn tails) and read the checkpoints."""
@@ -77,9 +79,11 @@ class BrokerShell(Shell):
         elif isinstance(a, A.Flush):
             self._open(a.topic, a.partition).flush()
         elif isinstance(a, A.WriteOffsetCheckpoint):
-            S.write_offset_checkpoint(os.path.join(self.data_dir, a.name), a.offsets)
-            S.write_offset_checkpoint(os.path.join(self.data_dir, S.RECOVERY_POINT_OFFSET_CHECKPOINT),
-                                      {k: log.recovery_point for k, log in self.logs.items()})
+            self.checkpoints.submit(S.write_offset_checkpoint, os.path.join(self.data_dir, a.name),
+                                    dict(a.offsets))
+            self.checkpoints.submit(S.write_offset_checkpoint,
+                                    os.path.join(self.data_dir, S.RECOVERY_POINT_OFFSET_CHECKPOINT),
+                                    {k: log.recovery_point for k, log in self.logs.items()})
         elif isinstance(a, A.WriteEpochCheckpoint):
             log = self._open(a.topic, a.partition)
             S.write_leader_epoch_checkpoint(os.path.join(log.path, S.LEADER_EPOCH_CHECKPOINT), a.entries)
@@ -87,6 +91,7 @@ class BrokerShell(Shell):
             self.log(f"unexpected action {a!r}")
 
     def close(self) -> None:
+        self.checkpoints.close()         # the shutdown checkpoint is on disk before we exit
         for log in self.logs.values():
             log.close()
 

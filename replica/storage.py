@@ -39,6 +39,9 @@ API summary::
     read_offset_checkpoint(path) -> {(topic, partition): offset}
     write_leader_epoch_checkpoint(path, [(epoch, start_offset), ...])
     read_leader_epoch_checkpoint(path) -> [(epoch, start_offset), ...]
+
+    writer = CheckpointWriter()              # off the event loop, in order, skips unchanged files
+    writer.submit(write_offset_checkpoint, path, offsets); writer.close()
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ import json
 import os
 import re
 import struct
+import threading
 import time
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -59,7 +64,7 @@ __all__ = [
     "REPLICATION_OFFSET_CHECKPOINT", "RECOVERY_POINT_OFFSET_CHECKPOINT",
     "LEADER_EPOCH_CHECKPOINT", "write_checkpoint", "read_checkpoint",
     "write_offset_checkpoint", "read_offset_checkpoint",
-    "write_leader_epoch_checkpoint", "read_leader_epoch_checkpoint",
+    "write_leader_epoch_checkpoint", "read_leader_epoch_checkpoint", "CheckpointWriter",
 ]
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
@@ -611,3 +616,51 @@ def read_leader_epoch_checkpoint(path: str) -> list[tuple[int, int]]:
         if e2 <= e1 or o2 < o1:
             raise CheckpointError(f"{path}: entries ({e1} {o1}) then ({e2} {o2}) are not in epoch order")
     return entries
+
+
+class CheckpointWriter:
+    """Writes checkpoint files on one background thread, so their fsyncs do not
+    stall the event loop (median 1 ms, up to 30 ms each on a busy disk).
+
+    One thread keeps the writes in submission order, so a file is never
+    replaced by an older version and two writes never share ``<file>.tmp``.
+    Each write keeps the crash semantics of ``write_checkpoint`` (tmp, fsync,
+    rename, fsync dir): a crash leaves the old or the new file. A write whose
+    content equals the last one submitted for that path is skipped: the file
+    already holds it (or will, once the queue drains). A failed write is
+    reported to ``on_error`` and forgotten, so the next one is not skipped.
+    """
+
+    def __init__(self, on_error: Callable[[str], None] | None = None):
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint")
+        self._last: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._on_error = on_error
+
+    def submit(self, write: Callable[[str, Any], None], path: str, content: Any) -> Future | None:
+        """Queue ``write(path, content)``; None if the content is unchanged (nothing to do)."""
+        with self._lock:
+            if self._last.get(path) == content:
+                return None
+            self._last[path] = content
+        future = self._executor.submit(write, path, content)
+        future.add_done_callback(lambda f: self._done(f, path, content))
+        return future
+
+    def _done(self, future: Future, path: str, content: Any) -> None:
+        error = future.exception()
+        if error is None:
+            return
+        with self._lock:
+            if self._last.get(path) == content:
+                del self._last[path]
+        if self._on_error is not None:
+            self._on_error(f"cannot write {path}: {type(error).__name__}: {error}")
+
+    def drain(self) -> None:
+        """Wait until every queued write is on disk."""
+        self._executor.submit(lambda: None).result()
+
+    def close(self) -> None:
+        """Finish the queued writes, then stop the thread."""
+        self._executor.shutdown(wait=True)

@@ -321,6 +321,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self._start = pos
 
     def eof_received(self) -> bool:
+        self._flush()                    # answers to what was read before the EOF still leave
         return False                     # close the transport; connection_lost follows
 
     def connection_lost(self, exc: BaseException | None) -> None:

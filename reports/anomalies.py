@@ -56,6 +56,9 @@ PHRASES = {
     "lost-acknowledged": "{n} acknowledged write{s} absent from every replica",
     "acknowledged-missing": "{n} acknowledged send{s} absent from every replica",
     "realtime-order": "{n} send{s} out of real-time order",
+    "nonmonotonic-send": "{n} send{s} given a lower offset than the process's previous one",
+    "nonmonotonic-poll": "{n} poll{s} that went backwards",
+    "poll-skip": "{n} poll{s} that skipped offsets",
     "nonlinearizable": "the history is not linearizable",
 }
 MAX_EXAMPLES = 25
@@ -185,6 +188,8 @@ def verdict(results: dict | None, anomalies: list[Anomaly], n_ops: int) -> tuple
         return "invalid", f"{head}: {'; '.join(parts)}."
     reasons = [f"{c}: {s.get('error') or s.get('reason') or 'unknown'}"
                for c, s in checker_sections(results).items() if s.get("valid") not in (True, False)]
+    if results.get("error"):
+        reasons.insert(0, str(results["error"]))
     detail = f" ({'; '.join(map(str, reasons))})" if reasons else ""
     return "unknown", f"Unknown: the checkers could not decide{detail}."
 

@@ -55,5 +55,7 @@ def shade_faults(ax, faults: list[Fault], label: bool = True, zorder: float = 0)
 def outside_legend(fig: Figure, ax) -> None:
     """The legend right of the axes, where it cannot hide data."""
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="outside right upper", fontsize=7, markerscale=2, frameon=False)
+    unique = dict(zip(labels, handles))  # one entry per label
+    if unique:
+        fig.legend(list(unique.values()), list(unique), loc="outside right upper", fontsize=7,
+                   markerscale=2, frameon=False)

@@ -54,7 +54,8 @@ def _verdict(results: dict | None) -> str:
 
 def run_row(root: Path, run: Path, build_missing: bool) -> RunRow:
     store = read_store(run, with_history=False)
-    summary = test_summary(store.test, store.path)
+    sc = (store.results or {}).get("scenario")
+    summary = test_summary(store.test, store.path, str(sc.get("name")) if isinstance(sc, dict) else None)
     found = anomalies_mod.collect(store.results)
     counts: dict[str, int] = {}
     for a in found:

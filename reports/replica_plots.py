@@ -86,7 +86,8 @@ def _with_gaps(pts: list[tuple[int, int, int]]) -> tuple[list[float], list[float
     return ts, leo, hw
 
 
-def replica_plot(series: PartitionSeries, faults: list[Fault]) -> str | None:
+def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict] = ()) -> str | None:
+    """LEO and HW lines per node; ``drops`` are truncation points (time_ns, node, from, to)."""
     if not series.by_node:
         return None
     with figure(height=3.4) as (fig, ax):
@@ -105,6 +106,14 @@ def replica_plot(series: PartitionSeries, faults: list[Fault]) -> str | None:
             ax.axvline(t * SECONDS, color="#9467bd", lw=0.9, ls=":")
             ax.text(t * SECONDS, 0, f" ISR {','.join(isr)}", rotation=90, va="bottom", ha="left",
                     fontsize=7, color="#9467bd")
+        for d in drops:
+            t, to = _int(d.get("time_ns")), _int(d.get("to"))
+            if t is not None and to is not None:
+                ax.scatter([t * SECONDS], [to], marker="v", s=60, color="#d62728", zorder=4,
+                           label="truncation")
+                ax.annotate(f"{d.get('node', '')} truncates {d.get('from', '?')}->{to}",
+                            (t * SECONDS, to), textcoords="offset points", xytext=(4, -12),
+                            fontsize=7, color="#d62728")
         ax.set_xlabel("time since test start (s)")
         ax.set_ylabel("offset")
         ax.set_title(f"Partition {series.key}: LEO (solid) and HW (dashed) per replica; "

@@ -23,6 +23,7 @@ from .ops_table import select_rows
 from .perf_plots import latency_plot, overview_plot, throughput_plot
 from .render import render
 from .replica_plots import partition_series, replica_plot
+from .scenario import OP_COLUMNS, read_scenario, scenario_verdict
 from .store import read_store
 from .timeline import windows
 from .topology import topologies
@@ -43,7 +44,27 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix or "(value)", text)]
 
 
-def test_summary(test: dict, store_dir: Path) -> dict[str, str]:
+def _same_key(a: Any, key: int) -> bool:
+    try:
+        return int(a) == key
+    except (TypeError, ValueError):
+        return False
+
+
+def scenario_keys(scenario) -> set[int]:
+    """Partitions that a scenario's lost writes or divergence name."""
+    keys = set()
+    for table in scenario.tables if scenario else []:
+        if table.title.startswith(("Lost", "Divergent")):
+            for row in table.rows:
+                try:
+                    keys.add(int(row.get("key")))
+                except (TypeError, ValueError):
+                    continue
+    return keys
+
+
+def test_summary(test: dict, store_dir: Path, scenario: str | None = None) -> dict[str, str]:
     """Name, era and nemesis of a run, read tolerantly from test.json and the path."""
     def pick(*names: str) -> Any:
         for n in names:
@@ -56,6 +77,8 @@ def test_summary(test: dict, store_dir: Path) -> dict[str, str]:
         nemesis = nemesis.get("name") or nemesis.get("faults") or nemesis.get("scenario") or nemesis
     if isinstance(nemesis, (list, dict)):
         nemesis = ",".join(map(str, nemesis)) if isinstance(nemesis, list) else json.dumps(nemesis)
+    if not nemesis and scenario:
+        nemesis = f"scenario {scenario}"
     return {"name": str(pick("name", "test", "scenario") or store_dir.parent.name),
             "era": str(pick("era", "generation") or "?"),
             "nemesis": str(nemesis or "none"),
@@ -85,6 +108,7 @@ def paused_gc():
     finally:
         if enabled:
             gc.enable()
+            gc.collect()  # the figures' reference cycles, once the history is gone
 
 
 def build_report(store_dir: str | Path) -> str:
@@ -101,14 +125,20 @@ def _build(store_dir: Path) -> str:
     found = anomalies_mod.collect(store.results)
     referenced = anomalies_mod.referenced_ops(found)
     mark_referenced(ops, referenced)
-    keys = anomalies_mod.anomaly_keys(found)
-    summary = test_summary(store.test, store.path)
-    css, sentence = anomalies_mod.verdict(store.results, found, len(store.history))
+    scenario = read_scenario(store.results, store.path)
+    keys = sorted(set(anomalies_mod.anomaly_keys(found)) | scenario_keys(scenario))
+    summary = test_summary(store.test, store.path, scenario.name if scenario else None)
+    if scenario is not None:
+        css, sentence = scenario_verdict(store.results, scenario)
+    else:
+        css, sentence = anomalies_mod.verdict(store.results, found, len(store.history))
 
     series = partition_series(store.samples, set(keys))
     if not keys:
         series = dict(sorted(series.items())[:DETAIL_PARTITIONS])
-    replica_figs = [(k, replica_plot(s, faults)) for k, s in sorted(series.items())]
+    drops = scenario.leo_drops if scenario else []
+    replica_figs = [(k, replica_plot(s, faults, [d for d in drops if _same_key(d.get("key"), k)]))
+                    for k, s in sorted(series.items())]
     diff = grids(store.dumps, keys)
     if not diff and not keys:
         diff = grids(store.dumps, list(range(DETAIL_PARTITIONS)))
@@ -132,6 +162,8 @@ def _build(store_dir: Path) -> str:
         "config": flatten(store.test),
         "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
         "anomalies": found,
+        "scenario": scenario,
+        "op_columns": OP_COLUMNS,
         "checker_details": checker_details(store.results),
         "timeline_of": {i: b.anchor for w in timeline for b in w.boxes for i in b.indices},
         "table_anchors": table_anchors,

@@ -37,6 +37,31 @@ def _op_summary(call: Call) -> dict:
     return out
 
 
+def _earlier_twins(calls: list[Call]) -> list[int]:
+    """For each indefinite call, the previous indefinite call with the same op, or -1.
+
+    Two indefinite calls with equal (f, value) are interchangeable, and the
+    earlier-invoked one can take effect anywhere the later one can; so the
+    later one is only tried once its earlier twin has been linearized.  With
+    many crashed writes of few distinct values this collapses 2^k subsets
+    into per-value counts.
+    """
+    last: dict[Any, int] = {}
+    twin = [-1] * len(calls)
+    order = sorted(range(len(calls)), key=lambda k: calls[k].invoke_pos)
+    for k in order:
+        call = calls[k]
+        if call.complete_pos is not None:
+            continue
+        try:
+            ident = (call.f, call.value)
+            twin[k] = last.get(ident, -1)
+            last[ident] = k
+        except TypeError:  # an unhashable value: no symmetry pruning for it
+            continue
+    return twin
+
+
 def check_calls(
     model: Model,
     calls: list[Call],
@@ -73,6 +98,7 @@ def check_calls(
     fs = [c.f for c in calls]
     values = [c.value for c in calls]
     indefinite = [c.complete_pos is None for c in calls]
+    twin = _earlier_twins(calls)
     step = model.step
     bad = INCONSISTENT
 
@@ -93,6 +119,10 @@ def check_calls(
                 return {"valid": "unknown", "reason": "state-limit", "calls": n, "configs": len(cache)}
         i = (entry - 1) >> 1
         if entry & 1:  # a call entry
+            j = twin[i]
+            if j >= 0 and not (linearized >> j) & 1:
+                entry = nxt[entry]  # symmetric to linearizing its earlier twin instead
+                continue
             new_state = step(state, fs[i], values[i])
             if new_state is not bad:
                 new_lin = linearized | (1 << i)

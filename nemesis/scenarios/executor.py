@@ -21,7 +21,6 @@ import json
 import os
 import time
 
-import networkx as nx
 
 from harness import verdict
 from harness.cluster.base import CONTROLLER
@@ -103,6 +102,8 @@ class ScenarioRun(Run):
         sampler_task = asyncio.create_task(sampler.run())
         self.network = nf.Network(cluster.remotes)
         self.rc = self.wl.rc
+        self.latest_epochs: dict[int, int] = {}
+        watch_task = asyncio.create_task(self._watch_epochs())
         self.obs_client = self.rc.Client(bootstrap=self.bootstrap, request_timeout=1.0)
         self.writer = self.wl.client()
         self.process = self.wl._new_process()
@@ -122,7 +123,8 @@ class ScenarioRun(Run):
                 self.progress.message(f"final reads: {self.final}")
         finally:
             sampler_task.cancel()
-            await asyncio.gather(sampler_task, return_exceptions=True)
+            watch_task.cancel()
+            await asyncio.gather(sampler_task, watch_task, return_exceptions=True)
             for c in (self.obs_client, self.writer):
                 try:
                     await asyncio.wait_for(c.close(), 2.0)
@@ -201,11 +203,29 @@ class ScenarioRun(Run):
         meta = {} if ref.kind in ("node", "alias") else (await self._metadata() or {})
         return roles.resolve(ref, meta, self.aliases)
 
+    async def _watch_epochs(self) -> None:
+        """Keep the controller's latest leader epochs at hand, so that a fault
+        step records its baseline without a round trip before the fault (some
+        faults must follow an acknowledgement within milliseconds)."""
+        client = self.rc.Client(bootstrap=self.bootstrap, request_timeout=1.0)
+        try:
+            while True:
+                try:
+                    meta = await asyncio.wait_for(client.metadata(TOPIC), 1.5)
+                    self.latest_epochs = {int(k): v.get("leader_epoch") for k, v in meta.items()}
+                except Exception:
+                    pass
+                await asyncio.sleep(OBSERVE_PERIOD)
+        finally:
+            try:
+                await asyncio.wait_for(client.close(), 2.0)
+            except Exception:
+                pass
+
     async def _mark_epochs(self) -> None:
         """The leader epochs before a fault: `election on key K` compares with these."""
-        meta = await self._metadata()
-        if meta:
-            self.epoch_baseline = {k: v.get("leader_epoch") for k, v in meta.items()}
+        if self.latest_epochs:
+            self.epoch_baseline = dict(self.latest_epochs)
 
     # ------------------------------------------------------------------ steps
     async def _do_bind(self, step: Step) -> dict:
@@ -342,6 +362,9 @@ class ScenarioRun(Run):
         started = self.history.now()
         if not self.epoch_baseline:
             await self._mark_epochs()
+        if not self.epoch_baseline:
+            meta = await self._metadata() or {}
+            self.epoch_baseline = {k: v.get("leader_epoch") for k, v in meta.items()}
         deadline = time.monotonic() + a.timeout
         seen = "nothing observed"
         while True:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -208,9 +208,6 @@ class Scenario(_Strict):
 
 
 # --------------------------------------------------------------------- parsing
-_ARG_MODELS = {"write": WriteArgs, "partition": PartitionArgs, "wait": WaitArgs}
-
-
 def _one_line(e: ValidationError) -> str:
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err["loc"])
@@ -410,5 +407,3 @@ def load_scenario(name_or_path: str) -> Scenario:
     raise ScenarioError(f"unknown scenario {name_or_path!r} (known: {', '.join(list_scenarios())}); "
                         f"see `harness scenario --list`, or pass --file FILE.yaml")
 
-
-StepArgs = Union[WriteArgs, PartitionArgs, WaitArgs]

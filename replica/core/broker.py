@@ -22,7 +22,8 @@ its truncation point and in epoch fencing; see ``_become_follower``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config as cfg
@@ -54,6 +55,7 @@ class _ParkedFetch:
     replica_id: int
     max_records: int
     deadline: int
+    done: bool = field(default=False, compare=False)   # left its parked list (see _deadlines)
 
 
 @dataclass
@@ -63,6 +65,7 @@ class _ParkedProduce:
     first: int
     last: int
     deadline: int
+    done: bool = field(default=False, compare=False)
 
 
 class BrokerCore:
@@ -85,6 +88,11 @@ class BrokerCore:
         self._pending: dict[int, _Pending] = {}
         self._fetches: dict[tuple[str, int], list[_ParkedFetch]] = {}
         self._produces: dict[tuple[str, int], list[_ParkedProduce]] = {}
+        # Deadlines of parked produces and fetches as a heap of (deadline, seq, entry);
+        # entries that left their list are marked done and dropped lazily, so
+        # finding the next wake-up does not scan every parked request per input.
+        self._deadlines: list = []
+        self._park_seq = 0
         self._periodic: dict[str, int] = {}
         self._isr_changes: set = set()
         self._last_isr_change = 0
@@ -168,7 +176,13 @@ class BrokerCore:
     def on_connection_closed(self, conn: Any, now: int) -> list:
         for table in (self._fetches, self._produces):
             for key, parked in table.items():
-                table[key] = [x for x in parked if x.conn != conn]
+                kept = []
+                for x in parked:
+                    if x.conn != conn:
+                        kept.append(x)
+                    else:
+                        x.done = True
+                table[key] = kept
         return self._finish(now)
 
     def on_timer(self, now: int) -> list:
@@ -180,11 +194,13 @@ class BrokerCore:
         for key, parked in list(self._produces.items()):
             for x in [x for x in parked if x.deadline <= now]:
                 parked.remove(x)
+                x.done = True
                 self._reply(x.conn, x.corr, P.REQUEST_TIMED_OUT, offset=x.first, last_offset=x.last)
         for key, parked in list(self._fetches.items()):
             p = self.partitions.get(key)
             for x in [x for x in parked if x.deadline <= now]:
                 parked.remove(x)
+                x.done = True
                 self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records)
         for p in self.partitions.values():
             if p.retry_at is not None and p.retry_at <= now:
@@ -226,16 +242,29 @@ class BrokerCore:
     def _next_wake(self) -> int | None:
         times = list(self._periodic.values())
         times.extend(p.deadline for p in self._pending.values())
-        for parked in self._produces.values():
-            times.extend(x.deadline for x in parked)
-        for parked in self._fetches.values():
-            times.extend(x.deadline for x in parked)
+        heap = self._deadlines
+        while heap and heap[0][2].done:
+            heapq.heappop(heap)
+        if heap:
+            times.append(heap[0][0])
         for p in self.partitions.values():
             if p.retry_at is not None:
                 times.append(p.retry_at)
             if p.pending_isr_retry_at is not None:
                 times.append(p.pending_isr_retry_at)
         return min(times) if times else None
+
+    def _park(self, table: dict, key: tuple[str, int], entry: Any) -> None:
+        """Park a produce or fetch until its deadline (or until it can be answered)."""
+        table.setdefault(key, []).append(entry)
+        self._park_seq += 1
+        heap = self._deadlines
+        heapq.heappush(heap, (entry.deadline, self._park_seq, entry))
+        if self._park_seq % 1024 == 0 and len(heap) > 1024:     # now and then: drop the done entries
+            live = sum(len(parked) for t in (self._produces, self._fetches) for parked in t.values())
+            if len(heap) > 2 * live:
+                self._deadlines = [(d, n, x) for d, n, x in heap if not x.done]
+                heapq.heapify(self._deadlines)
 
     def _reply(self, conn: Any, corr: Any, error: str | None = None, **fields) -> None:
         message = {"corr": corr, "error": error}
@@ -421,7 +450,7 @@ class BrokerCore:
         elif p.hw > last:
             self._complete_produce(p, conn, corr, first, last)
         else:
-            self._produces.setdefault(p.key, []).append(_ParkedProduce(conn, corr, first, last, now + timeout))
+            self._park(self._produces, p.key, _ParkedProduce(conn, corr, first, last, now + timeout))
 
     def _complete_produce(self, p: Partition, conn: Any, corr: Any, first: int, last: int) -> None:
         if len(p.isr) < p.config["min.insync.replicas"]:
@@ -452,8 +481,8 @@ class BrokerCore:
         if ready or max_wait == 0:
             self._answer_fetch(p, conn, corr, offset, replica_id, max_records)
         else:
-            self._fetches.setdefault(p.key, []).append(
-                _ParkedFetch(conn, corr, offset, replica_id, max_records, now + max_wait))
+            self._park(self._fetches, p.key,
+                       _ParkedFetch(conn, corr, offset, replica_id, max_records, now + max_wait))
 
     def _answer_fetch(self, p: Partition | None, conn: Any, corr: Any, offset: int,
                       replica_id: int, max_records: int) -> None:
@@ -472,6 +501,7 @@ class BrokerCore:
         if ready:
             self._fetches[p.key] = [x for x in parked if not (x.replica_id >= 0 and x.offset < p.leo)]
             for x in ready:
+                x.done = True
                 self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records)
 
     def _on_hw_advanced(self, p: Partition) -> None:
@@ -481,6 +511,7 @@ class BrokerCore:
             if done:
                 self._produces[p.key] = [x for x in parked if x.last >= p.hw]
                 for x in done:
+                    x.done = True
                     self._complete_produce(p, x.conn, x.corr, x.first, x.last)
         fetches = self._fetches.get(p.key)
         if fetches:
@@ -488,14 +519,17 @@ class BrokerCore:
             if ready:
                 self._fetches[p.key] = [x for x in fetches if not (x.replica_id < 0 and x.offset < p.hw)]
                 for x in ready:
+                    x.done = True
                     self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records)
 
     def _abort_parked(self, p: Partition) -> None:
         """Leadership changed: nothing parked here can be promised any more."""
         for x in self._produces.pop(p.key, []):
+            x.done = True
             self._reply(x.conn, x.corr, P.REQUEST_TIMED_OUT, offset=x.first, last_offset=x.last,
                         message="leadership changed before the records were committed")
         for x in self._fetches.pop(p.key, []):
+            x.done = True
             self._reply(x.conn, x.corr, P.NOT_LEADER_OR_FOLLOWER)
 
     def _on_list_offsets(self, conn: Any, corr: Any, message: dict, now: int) -> None:

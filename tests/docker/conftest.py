@@ -58,7 +58,7 @@ def docker_ready():
 @pytest.fixture(scope="module")
 def cluster(docker_ready):
     """One running 3-broker cluster per test module, with replica/ installed."""
-    c = new_cluster(subnet="10.211.1.0/24")
+    c = new_cluster()
     try:
         c.create()
         c.install_code(str(REPO))

@@ -63,3 +63,33 @@ def test_ssh_backend_run_against_hosts_known_only_by_address(cluster, tmp_path):
     for r in cluster.remotes.values():  # nothing of the run left on the hosts
         assert r.run(["sh", "-c", "ls -d /tmp/harness-* 2>/dev/null; pgrep -f '^python3 -m replica'"],
                      check=False).stdout == ""
+
+
+SCENARIO = """
+import json, sys
+from nemesis.scenarios.script import load_scenario
+from nemesis.scenarios.executor import ScenarioRun, scenario_spec
+scenario = load_scenario("hw-data-loss")
+spec = scenario_spec(scenario, "hw", backend="ssh", store_root=sys.argv[1])
+spec.backend_options = json.loads(sys.argv[2])
+hosts = spec.backend_options["hosts"][:scenario.nodes + 1]
+spec.backend_options["hosts"] = hosts
+run = ScenarioRun(spec, scenario)
+run.execute()
+print(json.dumps({"store": str(run.store), "step_error": run.step_error,
+                  "scenario": (run.results or {}).get("scenario")}))
+"""
+
+
+def test_scenario_over_the_ssh_backend_finds_the_hw_data_loss(cluster, tmp_path):
+    """The library's hw-data-loss scenario on hosts known only by address,
+    user, key and known_hosts: the hw generation loses the write, as on netns."""
+    key, known = cluster.write_ssh_files(str(tmp_path / "ssh"))
+    opts = {"hosts": [cluster.addresses[h] for h in ("ctl", "n1", "n2", "n3")],
+            "ssh_user": "root", "ssh_key": key, "known_hosts": known}
+    proc = subprocess.run([sys.executable, "-c", SCENARIO, str(tmp_path / "store"), json.dumps(opts)],
+                          cwd=REPO, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["step_error"] is None
+    assert out["scenario"]["as_expected"] is True, out

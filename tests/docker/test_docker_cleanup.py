@@ -17,7 +17,7 @@ CHILD = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, sys.argv[1])
     from dockertest_util import new_cluster
-    c = new_cluster(nodes=1, subnet="10.211.5.0/24")
+    c = new_cluster(nodes=1)
     c.create()
     print(c.run_id, flush=True)
     time.sleep(600)

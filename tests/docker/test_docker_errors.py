@@ -46,7 +46,7 @@ def test_missing_image(docker_ready):
 def test_image_without_sshd_fails_midway_and_cleans_up(docker_ready):
     # The bare base image's command exits at once: containers and network
     # exist when the failure is seen, and must be gone afterwards.
-    c = new_cluster(nodes=1, subnet="10.211.4.0/24", image="harness-base:bookworm")
+    c = new_cluster(nodes=1, image="harness-base:bookworm")
     with pytest.raises(ClusterError) as e:
         c.create()
     msg = _one_line(e)

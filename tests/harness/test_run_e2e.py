@@ -48,6 +48,8 @@ def test_exit_code_is_the_verdict(run):
     results = json.loads((store / "results.json").read_text())
     expected = {True: 0, False: 1}.get(results["valid"], 2)
     assert out.returncode == expected, out.stderr[-3000:]
+    # the epoch generation must survive every fault
+    assert results["valid"] is True, results
 
 
 def test_history_is_well_formed(run):

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from headless import Browser, chromium_path  # noqa: E402
-from synthetic_store import make_store  # noqa: E402
+from reports_browser import Browser, chromium_path  # noqa: E402
+from reports_synthetic import make_store  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -33,16 +33,12 @@ def valid_store(store_root) -> Path:
     return store_root / "hw-data-loss" / "20261121T191500"
 
 
-def extra_stores() -> list[str]:
-    """Real stores to check as well: REPORT_STORES=dir1:dir2 (os.pathsep separated)."""
-    return [p for p in os.environ.get("REPORT_STORES", "").split(os.pathsep) if p]
-
-
 @pytest.fixture(scope="session")
 def browser():
     exe = chromium_path()
     if exe is None:
         pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    pytest.importorskip("websocket", reason="websocket-client is not installed")
     b = Browser(exe)
     try:
         yield b

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from page import Page
-from synthetic_store import make_store
+from reports_html import Page
+from reports_synthetic import make_store
 
 import reports
 

@@ -57,7 +57,7 @@ def test_hw_data_loss(tmp_path, era, code):
     history = [json.loads(l) for l in (store / "history.jsonl").read_text().splitlines()]
     faults = [o["f"] for o in history if o["process"] == "nemesis"]
     assert faults[:3] == ["kill", "partition", "start"] and faults[-1] == "final"
-    a, b = sc["aliases"]["A"], sc["aliases"]["B"]
+    a = sc["aliases"]["A"]
     if era == "hw":
         first_a = next(t for t in sc["truncations"] if t["node"] == a)
         assert res["valid"] is False and res["checkers"]["log"]["counts"]["lost-write"] == 2
@@ -77,17 +77,42 @@ def test_hw_data_loss(tmp_path, era, code):
 
 def test_a_wait_that_never_holds_names_the_step_and_tears_down(tmp_path):
     script = tmp_path / "never.yaml"
-    script.write_text("name: never\nnodes: 1\nsettings: {min.insync.replicas: 1}\nsteps:\n"
-                      "  - write: 2\n  - wait: {until: leo of n1 on key 0 >= 50, timeout: 2}\n  - write: 1\n")
+    script.write_text("""\
+name: never
+nodes: 2
+settings: {min.insync.replicas: 1}
+steps:
+  - write: 2
+  - pause: the controller
+  - resume: ctl
+  - partition: {one-way: {from: leader of key 0, to: a follower of key 0}}
+  - heal:
+  - kill: a follower of key 0
+    as: F
+  - wait: {until: F is down or leader of key 0 is none, timeout: 5}
+  - restart: F
+  - wait: {until: leo of F on key 0 >= 50, timeout: 2}
+  - write: 1
+""")
     out = harness(tmp_path, "--file", script, "--era", "epoch", "--store", tmp_path / "store",
                   "--subnet", "10.215.2.0/24")
     assert out.returncode == 2
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("harness: error: step 2 (wait): timed out after 2 s waiting until "
-                           "`leo of n1 on key 0 >= 50`; last seen: leo of n1 on key 0 = 2"), last
+    assert last.startswith("harness: error: step 9 (wait): timed out after 2 s waiting until "
+                           "`leo of F on key 0 >= 50`; last seen: leo of F on key 0 = "), last
+    assert last.rsplit("= ", 1)[1] in ("2", "None")   # None: F has not answered since its restart
     store = run_dir(out)
     res = json.loads((store / "results.json").read_text())
-    assert res["valid"] == "unknown" and res["error"].startswith("step 2 (wait)")
+    assert res["valid"] == "unknown" and res["error"].startswith("step 9 (wait)")
+    history = [json.loads(l) for l in (store / "history.jsonl").read_text().splitlines()]
+    nemesis = [(o["f"], o["value"]) for o in history if o["process"] == "nemesis"]
+    follower = res["scenario"]["aliases"]["F"]
+    leader = "n1" if follower == "n2" else "n2"
+    assert nemesis == [("pause", ["ctl"]), ("resume", ["ctl"]),
+                       ("partition", {"kind": "scripted", "grudge": {follower: [leader]}}),
+                       ("heal", None), ("kill", [follower]), ("start", [follower])]
+    assert [s["action"] for s in res["scenario"]["steps"]] == \
+        ["write", "pause", "resume", "partition", "heal", "kill", "wait", "restart"]
     assert (store / "nodes" / "n1" / "broker.log").is_file()
     run_id = json.loads((store / "test.json").read_text())["run_id"]
     assert leftovers(run_id) == []

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import extra_stores
-from synthetic_store import make_store
+from reports_browser import extra_stores
+from reports_synthetic import make_store
 
 import reports
 
@@ -32,6 +32,12 @@ PAGE_FACTS = """(() => {
     scripts: document.querySelectorAll('script').length,
   };
 })()"""
+
+
+def _reported_types(results: dict) -> int:
+    """Anomaly types with examples in results.json: each gets one table on the page."""
+    return sum(1 for section in (results.get("checkers") or {}).values() if isinstance(section, dict)
+               for examples in (section.get("examples") or {}).values() if examples)
 
 
 def _targets(lossy_store, valid_store):
@@ -60,13 +66,15 @@ def test_reports_render_without_errors(browser, built, screenshot_dir):
             assert facts["timelineBoxes"] > 0, (name, facts)
             assert facts["scripts"] == 0
             results_path = report.parent / "results.json"
-            valid = json.loads(results_path.read_text()).get("valid") if results_path.exists() else None
+            results = json.loads(results_path.read_text()) if results_path.exists() else {}
+            valid = results.get("valid")
             if expect_valid is not None:
                 assert valid is expect_valid
             if valid is False:
-                assert "invalid" in facts["verdictClass"] and facts["anomalyTables"] >= 1, (name, facts)
+                assert "invalid" in facts["verdictClass"].split(), (name, facts)
             if valid is True:
-                assert "valid" in facts["verdictClass"].split() and facts["anomalyTables"] == 0
+                assert "valid" in facts["verdictClass"].split(), (name, facts)
+            assert facts["anomalyTables"] == _reported_types(results), (name, facts)
             browser.screenshot(page, screenshot_dir / f"{name}-full.png", max_height=6000)
             browser.screenshot(page, screenshot_dir / f"{name}-diff.png", selector="table.diff-grid")
             assert (screenshot_dir / f"{name}-full.png").stat().st_size > 10_000

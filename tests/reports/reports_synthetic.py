@@ -8,7 +8,7 @@ offsets, and the old leader keeps its divergent tail.  The store then holds what
 a real run would: ``history.jsonl``, ``samples.jsonl``, ``nodes/<node>/dump.json``,
 ``test.json`` and a ``results.json`` whose examples point at real history indices.
 
-Run ``python tests/reports/synthetic_store.py ROOT --ops N`` to make one by hand.
+Run ``python tests/reports/reports_synthetic.py ROOT --ops N`` to make one by hand.
 """
 
 from __future__ import annotations

@@ -22,14 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import websocket
-
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-extensions", "--disable-default-apps", "--mute-audio",
     "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
 ]
+
+
+def extra_stores() -> list[str]:
+    """Real stores to check as well: REPORT_STORES=dir1:dir2 (os.pathsep separated)."""
+    return [p for p in os.environ.get("REPORT_STORES", "").split(os.pathsep) if p]
 
 
 def chromium_path() -> str | None:
@@ -53,6 +56,8 @@ class Browser:
     """Start Chromium; talk to it over one websocket with flattened target sessions."""
 
     def __init__(self, executable: str, start_timeout: float = 30.0) -> None:
+        import websocket  # websocket-client, a test dependency
+
         self.profile = tempfile.mkdtemp(prefix="report-chromium-")
         self.proc = subprocess.Popen(
             [executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", "about:blank"],

@@ -1,8 +1,9 @@
 """A million-line history still gives a page a browser can hold.
 
 The size of the page is bounded by construction (windows, samples, point budgets);
-this test checks the bound on a 1M-line synthetic store (REPORT_SCALE_OPS changes
-the size) and prints the build time and size, which are measured, not asserted.
+this test checks the bound on a 300k-line synthetic store, well past every budget,
+to keep the suite fast; REPORT_SCALE_OPS=1000000 runs the acceptance size.  It
+prints the build time and size, which are measured, not asserted.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import re
 import time
 from pathlib import Path
 
-from page import Page
-from synthetic_store import make_store
+from reports_html import Page
+from reports_synthetic import make_store
 
 import reports
 from reports.ops_table import ROW_BUDGET
 
-SCALE_OPS = int(os.environ.get("REPORT_SCALE_OPS", "1000000"))
+SCALE_OPS = int(os.environ.get("REPORT_SCALE_OPS", "300000"))  # 1000000 for the acceptance figure
 MAX_BYTES = 20 * 1024 * 1024
 
 
