@@ -57,17 +57,17 @@ PARTITIONS = 3
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(cluster: LocalCluster) -> dict[str, float]:
-    """User+system CPU seconds used so far by each cluster process and by this (client) process."""
+def cpu_seconds(cluster: LocalCluster, kernel_only: bool = False) -> dict[str, float]:
+    """User+system (or only system) CPU seconds used so far by each cluster process and by this (client) process."""
     out = {}
     for name, proc in cluster.procs.items():
         try:
             fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            out[name] = (int(fields[11]) + int(fields[12])) / _TICK
+            out[name] = ((0 if kernel_only else int(fields[11])) + int(fields[12])) / _TICK
         except (OSError, IndexError, ValueError):
             out[name] = float("nan")
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    out["clients"] = usage.ru_utime + usage.ru_stime
+    out["clients"] = (0 if kernel_only else usage.ru_utime) + usage.ru_stime
     return out
 
 
@@ -107,11 +107,13 @@ async def run_mode(cluster: LocalCluster, producers: int, seconds: float, batch:
         for client in set(clients):             # warm metadata and connections outside the clock
             await client.wait_for_leaders(TOPIC)
         cpu_before = cpu_seconds(cluster)
+        sys_before = cpu_seconds(cluster, kernel_only=True)
         started = time.monotonic()
         stop_at = started + seconds
         await asyncio.gather(*(producer(i) for i in range(producers)))
         elapsed = time.monotonic() - started
         cpu_after = cpu_seconds(cluster)
+        sys_after = cpu_seconds(cluster, kernel_only=True)
     finally:
         await asyncio.gather(*(c.close() for c in set(clients)))
     latencies.sort()
@@ -123,6 +125,8 @@ async def run_mode(cluster: LocalCluster, producers: int, seconds: float, batch:
             "cpu_s": {k: round(cpu_after[k] - cpu_before[k], 2) for k in cpu_after},
             "cpu_us_per_record": round(sum(cpu_after[k] - cpu_before[k] for k in cpu_after)
                                        / max(acked, 1) * 1e6, 1),
+            "kernel_cpu_share": round(sum(sys_after[k] - sys_before[k] for k in sys_after)
+                                      / max(1e-9, sum(cpu_after[k] - cpu_before[k] for k in cpu_after)), 2),
             "load_avg_1m": os.getloadavg()[0]}
 
 
@@ -143,7 +147,8 @@ async def bench(args, cluster: LocalCluster) -> dict:
         results[name] = r = await run_mode(cluster, args.producers, args.seconds, batch, counter, shared)
         print(f"{name:<24} {r['records_per_s']:>9.1f} records/s  {r['requests_per_s']:>8.1f} requests/s  "
               f"p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  errors {r['errors']}  "
-              f"cpu {r['cpu_us_per_record']} us/record {r['cpu_s']}  load {r['load_avg_1m']:.1f}", flush=True)
+              f"cpu {r['cpu_us_per_record']} us/record ({r['kernel_cpu_share']:.0%} kernel) {r['cpu_s']}  "
+              f"load {r['load_avg_1m']:.1f}", flush=True)
     return results
 
 
@@ -167,6 +172,7 @@ def compare(args, argv: list[str]) -> int:
     child = _strip(argv, ("--compare", "--rounds", "--replica-root", "--profile"))
     trees = {"baseline": args.compare.resolve(), "current": REPO}
     figures: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+    cpu: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     for round_no in range(args.rounds):
         for name, root in trees.items():
             print(f"--- round {round_no + 1}/{args.rounds}: {name} ({root})", flush=True)
@@ -179,14 +185,20 @@ def compare(args, argv: list[str]) -> int:
                 return 2
             for mode, r in json.loads(lines[-1])["modes"].items():
                 figures[name].setdefault(mode, []).append(r["records_per_s"])
+                cpu[name].setdefault(mode, []).append(r["cpu_us_per_record"])
     summary = {}
     for mode in figures["current"]:
         base = statistics.median(figures["baseline"][mode])
         cur = statistics.median(figures["current"][mode])
+        base_cpu = statistics.median(cpu["baseline"][mode])
+        cur_cpu = statistics.median(cpu["current"][mode])
         summary[mode] = {"baseline": base, "current": cur, "ratio": round(cur / base, 2) if base else None,
-                         "baseline_runs": figures["baseline"][mode], "current_runs": figures["current"][mode]}
+                         "baseline_runs": figures["baseline"][mode], "current_runs": figures["current"][mode],
+                         "cpu_us_per_record": {"baseline": base_cpu, "current": cur_cpu,
+                                               "ratio": round(cur_cpu / base_cpu, 2) if base_cpu else None}}
         print(f"{mode:<24} baseline {base:>9.1f}  current {cur:>9.1f} records/s (median of {args.rounds})  "
-              f"ratio {summary[mode]['ratio']}")
+              f"ratio {summary[mode]['ratio']}   cpu/record {base_cpu:.0f} -> {cur_cpu:.0f} us "
+              f"(ratio {summary[mode]['cpu_us_per_record']['ratio']})")
     print(json.dumps({"producers": args.producers, "era": args.era, "compare": summary}))
     return 0
 
@@ -202,6 +214,8 @@ def main(argv=None) -> int:
     parser.add_argument("--shared-too", action="store_true",
                         help="also run both modes with one Client shared by all producers")
     parser.add_argument("--profile", type=Path, help="write cProfile output of every process here")
+    parser.add_argument("--sched-batch", action="store_true",
+                        help="run the cluster and the clients under SCHED_BATCH (no wake-up preemption)")
     parser.add_argument("--replica-root", type=Path, default=REPO,
                         help="folder that contains the replica/ package to benchmark")
     parser.add_argument("--compare", type=Path, metavar="DIR",
@@ -215,6 +229,9 @@ def main(argv=None) -> int:
         cluster = LocalCluster(Path(tmp), brokers=3, era=args.era, settings=settings, profile_dir=args.profile)
         try:
             cluster.start()
+            if args.sched_batch:
+                for proc in [*cluster.procs.values(), None]:
+                    os.sched_setscheduler(proc.pid if proc else 0, os.SCHED_BATCH, os.sched_param(0))
             results = asyncio.run(bench(args, cluster))
         finally:
             cluster.stop()

@@ -329,6 +329,17 @@ def jvm_peak_rss(spark) -> int | None:
     return None
 
 
+def jvm_cpu_seconds(spark) -> float | None:
+    """User + system CPU seconds the driver JVM has used (the machine is shared: wall time lies)."""
+    try:
+        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except Exception:  # noqa: BLE001 - a measurement, not a result
+        return None
+
+
 def python_peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
@@ -343,6 +354,10 @@ def load_flat(run_dir: str):
 
     return (rows("sends", SEND_COLUMNS), rows("reads", READ_COLUMNS),
             rows("records", RECORD_COLUMNS), rows("replicas", REPLICA_COLUMNS))
+
+
+def _delta(after, before):
+    return None if after is None or before is None else round(after - before, 1)
 
 
 def _gib(n):
@@ -372,15 +387,17 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
         shape = generate(run_dir, ops, keys, inject=inject, seed=seed, run=f"ops-{ops}")
         gen_s = time.perf_counter() - t0
         progress(f"generated {ops:,} ops in {gen_s:.1f}s: {shape['rows']}")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
         rows = sum(read_table(spark, [run_dir], t).count() for t in SCHEMAS)
-        base_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        base_s, base_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
+        t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
         found = check_runs([run_dir], [f"ops-{ops}"], spark=spark)[f"ops-{ops}"]
-        spark_s = time.perf_counter() - t0
+        spark_s, spark_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
         entry = {"ops": ops, "rows": shape["rows"], "generate_s": round(gen_s, 1),
                  "spark": {"seconds": round(spark_s, 1), "baseline_s": round(base_s, 1),
                            "ratio": round(spark_s / base_s, 1), "rows_scanned": rows,
+                           "jvm_cpu_s": spark_cpu, "baseline_jvm_cpu_s": base_cpu,
+                           "load_avg_1m": os.getloadavg()[0],
                            "jvm_peak_gib": _gib(jvm_peak_rss(spark)),
                            "python_peak_gib": _gib(python_peak_rss()),
                            "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},

@@ -24,7 +24,7 @@ import os
 import re
 import uuid
 from collections.abc import Mapping
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 OP_TYPES = ("invoke", "ok", "fail", "info")
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def _read_jsonl(path: str) -> list[dict]:
                 continue
             where = f"{path}:{lineno}"
             try:
-                raw = json.loads(line)
+                raw = json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as err:
                 if not line.endswith("\n"):  # torn last line: the writer died mid-line
                     log.warning("%s: ignoring a torn last line (no newline, not JSON)", where)
@@ -330,8 +330,3 @@ def read_history(path: str | os.PathLike) -> list[dict]:
     if path.endswith((".jsonl", ".json")):
         return _read_jsonl(path)
     raise HistoryError(f"{path}:1: expected a history file ending in .jsonl or .edn")
-
-
-def iter_client_ops(ops: Iterable[dict]) -> Iterator[dict]:
-    """Ops of client processes (integers), without the nemesis's."""
-    return (op for op in ops if not isinstance(op.get("process"), str))

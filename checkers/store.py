@@ -33,14 +33,18 @@ class StoreError(ValueError):
 
 def check_store(store_dir: str, engine: str = "local", master: str | None = None) -> dict:
     """Check one store dir, write `<store_dir>/results.json`, return the results."""
-    if engine not in ("local", "spark"):
+    if engine == "spark":
+        return check_campaign([store_dir], master=master)[store_dir]
+    if engine != "local":
         raise StoreError(f"unknown engine {engine!r}: use --engine local or --engine spark")
     ops, truncated = read_store_history(store_dir)
     dumps, missing = read_dumps(store_dir)
-    if engine == "local":
-        checkers, stats = _check_local(ops, dumps, missing)
-    else:
-        checkers, stats = _check_spark(store_dir, ops, dumps, missing, master)
+    sends, reads, stats = flatten(ops)
+    records, replicas = flatten_dumps(dumps)
+    checkers = {
+        "log": log_anomalies.check_flat(sends, reads),
+        "replica-diff": replica_diff.check_flat(records, replicas, sends, complete=not missing),
+    }
     results = assemble(checkers, stats, engine, truncated, missing)
     write_results(store_dir, results)
     return results
@@ -121,28 +125,12 @@ def read_dumps(store_dir: str) -> tuple[dict[str, dict], list[str]]:
     return dumps, missing
 
 
-def _check_local(ops, dumps, missing):
-    sends, reads, stats = flatten(ops)
-    records, replicas = flatten_dumps(dumps)
-    return {
-        "log": log_anomalies.check_flat(sends, reads),
-        "replica-diff": replica_diff.check_flat(records, replicas, sends, complete=not missing),
-    }, stats
-
-
-def _check_spark(store_dir, ops, dumps, missing, master):
-    from checkers import parquet
-    from checkers.spark_check import check_runs
-
-    run = os.path.abspath(store_dir)
-    out_dir = os.path.join(store_dir, "parquet")
-    stats = parquet.write_run(out_dir, run, ops, dumps)
-    found = check_runs([out_dir], [run], master=master, complete={run: not missing})
-    return found[run], stats
-
-
 def check_campaign(store_dirs: list[str], master: str | None = None) -> dict[str, dict]:
-    """Check many stores in one Spark job; writes each store's results.json."""
+    """Check many stores in one Spark job; writes each store's results.json.
+
+    -> {store_dir: results}. Each store's history and dumps are first written
+    to `<store>/parquet/` (streamed, chunked), then one job checks them all.
+    """
     from checkers import parquet
     from checkers.spark_check import check_runs
 

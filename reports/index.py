@@ -32,6 +32,7 @@ class RunRow:
     ops: str
     link: str | None
     path: str
+    as_expected: str = ""  # scenario runs: "yes" / "NO"
 
 
 def find_runs(root: Path) -> list[Path]:
@@ -65,11 +66,13 @@ def run_row(root: Path, run: Path, build_missing: bool) -> RunRow:
         report = Path(build_report(run))
     stats = (store.results or {}).get("stats")
     ops = stats.get("ops") if isinstance(stats, dict) else None
+    expected = sc.get("as_expected") if isinstance(sc, dict) else None
     return RunRow(summary["name"], summary["era"], summary["nemesis"], summary["start"],
                   _verdict(store.results), sorted(counts.items()), sum(counts.values()),
                   str(ops) if ops is not None else "",
                   os.path.relpath(report, root) if report.exists() else None,
-                  os.path.relpath(run, root))
+                  os.path.relpath(run, root),
+                  {True: "yes", False: "NO"}.get(expected, "") if isinstance(expected, bool) else "")
 
 
 def build_index(store_root: str | Path, build_missing: bool = False) -> str:

@@ -23,7 +23,7 @@ from .ops_table import select_rows
 from .perf_plots import latency_plot, overview_plot, throughput_plot
 from .render import render
 from .replica_plots import partition_series, replica_plot
-from .scenario import OP_COLUMNS, read_scenario, scenario_verdict
+from .scenario import OP_COLUMNS, read_scenario, scenario_ops, scenario_verdict
 from .store import read_store
 from .timeline import windows
 from .topology import topologies
@@ -123,9 +123,9 @@ def _build(store_dir: Path) -> str:
     end_of_test = max((op.end for op in ops), default=0)
     faults, markers = fault_intervals(ops, end_of_test)
     found = anomalies_mod.collect(store.results)
-    referenced = anomalies_mod.referenced_ops(found)
-    mark_referenced(ops, referenced)
     scenario = read_scenario(store.results, store.path)
+    referenced = anomalies_mod.referenced_ops(found) | scenario_ops(scenario)
+    mark_referenced(ops, referenced)
     keys = sorted(set(anomalies_mod.anomaly_keys(found)) | scenario_keys(scenario))
     summary = test_summary(store.test, store.path, scenario.name if scenario else None)
     if scenario is not None:

@@ -108,6 +108,24 @@ def read_scenario(results: dict | None, store_dir: Path) -> Scenario | None:
         tables=tables, details=details[:20000], leo_drops=drops)
 
 
+def scenario_ops(sc: Scenario | None) -> set[int]:
+    """History indices in the op columns of the scenario's tables."""
+    found: set[int] = set()
+
+    def add(v: Any) -> None:
+        if isinstance(v, list):
+            for x in v:
+                add(x)
+        elif isinstance(v, int) and not isinstance(v, bool):
+            found.add(v)
+
+    for table in sc.tables if sc else []:
+        for row in table.rows:
+            for col in OP_COLUMNS & row.keys():
+                add(row[col])
+    return found
+
+
 def _counts_phrase(found: Any) -> str:
     if not isinstance(found, dict) or not found:
         return ""

@@ -1,6 +1,10 @@
 """Linearizability checking: WGL search per key, in-process or on Spark.
 
-``check_file`` is what ``harness check-history`` calls.
+``check_file`` is what ``harness check-history`` calls.  A model is named
+``NAME`` or ``NAME:INITIAL`` with the initial value in EDN: ``register``,
+``cas-register`` (``cas-register:0``), ``kv``, ``multi-register``
+(``multi-register:{:x 0 :y 0}``), ``mutex``, ``log`` (see models.py for what
+each checks).  Without an initial value registers start at nil, as in Knossos.
 """
 from __future__ import annotations
 

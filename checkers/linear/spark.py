@@ -8,7 +8,9 @@ driver merges them, so both engines give the same result dict.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import time
 import zipfile
@@ -28,7 +30,9 @@ def _ship_package(spark_context) -> None:
         return
     package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     root = os.path.dirname(package_dir)
-    archive = os.path.join(tempfile.mkdtemp(prefix="checkers-pyfiles-"), "checkers.zip")
+    folder_for_zip = tempfile.mkdtemp(prefix="checkers-pyfiles-")
+    atexit.register(shutil.rmtree, folder_for_zip, ignore_errors=True)
+    archive = os.path.join(folder_for_zip, "checkers.zip")
     with zipfile.ZipFile(archive, "w") as zf:
         for folder, _, files in os.walk(package_dir):
             for name in files:

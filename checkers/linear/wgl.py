@@ -26,14 +26,25 @@ from checkers.linear.calls import Call
 from checkers.linear.models import INCONSISTENT, Model
 
 DEFAULT_MAX_CONFIGS = 2_000_000
+MEMORY_BUDGET = 512 << 20
+"""Bytes the cache may take (estimated); beyond it the verdict is unknown."""
 _CHECK_EVERY = 1024
 
 
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (tuple, list, frozenset, set)):
+        items = [_jsonable(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (frozenset, set)) else items
+    return value
+
+
 def _op_summary(call: Call) -> dict:
+    """The history op behind a call, plus the per-key sub-op the model checked."""
     op = call.complete if call.complete is not None else call.invoke
     out = {k: op[k] for k in ("index", "process", "type", "f", "value") if k in op}
     if call.complete is None or call.complete_pos is None:
         out["type"] = "info" if call.complete is not None else "invoke"
+    out["checked"] = [call.f, _jsonable(call.value)]
     return out
 
 
@@ -70,13 +81,16 @@ def check_calls(
 ) -> dict:
     """Search one key's calls.  Returns ``{"valid": True|False|"unknown", ...}``.
 
-    ``deadline`` is a ``time.monotonic()`` value.  Invalid results carry
+    ``deadline`` is a ``time.monotonic()`` value; ``max_configs`` caps the
+    cache (also capped by ``MEMORY_BUDGET``).  Invalid results carry
     ``op`` (the call that cannot be linearized), ``linearized`` (the longest
     partial linearization, in order) and ``state`` (the model state after it).
     """
     n = len(calls)
     if n == 0:
         return {"valid": True, "calls": 0, "configs": 0}
+    # a cached config costs a set slot, a tuple and an n-bit int: ~120 + n/8 bytes
+    max_configs = min(max_configs, MEMORY_BUDGET // (120 + n // 8))
     # Entries: 0 is the head; call i has entry 2i+1 (call) and 2i+2 (return).
     events = []
     infinity = float("inf")
@@ -116,7 +130,7 @@ def check_calls(
             if deadline is not None and time.monotonic() > deadline:
                 return {"valid": "unknown", "reason": "time-limit", "calls": n, "configs": len(cache)}
             if len(cache) > max_configs:
-                return {"valid": "unknown", "reason": "state-limit", "calls": n, "configs": len(cache)}
+                return {"valid": "unknown", "reason": "memory-limit", "calls": n, "configs": len(cache)}
         i = (entry - 1) >> 1
         if entry & 1:  # a call entry
             j = twin[i]

@@ -219,10 +219,10 @@ def test_time_limit_gives_unknown():
     assert result["reason"] == ["time-limit"]
 
 
-def test_state_limit_gives_unknown():
+def test_memory_limit_gives_unknown():
     result = check_local(hard_history(), "cas-register:0", max_configs=100)
     assert result["valid"] == "unknown"
-    assert result["reason"] == ["state-limit"]
+    assert result["reason"] == ["memory-limit"]
 
 
 def test_hard_history_without_limit_is_invalid():

@@ -1,13 +1,14 @@
 """Spark and in-process drivers give identical results (log anomalies and replica diff).
 
 All cases run as one campaign: each hand-made history (clean, and one per
-anomaly type) paired with one set of replica dumps is a run, and one Spark
-job checks them all, which also exercises the many-runs path.
+anomaly type) paired with one set of replica dumps is a run, plus a
+synthetic run from the bench generator with every anomaly kind injected;
+one Spark job checks them all, which also exercises the many-runs path.
 """
 
 import pytest
 
-from checkers import log_anomalies, parquet, replica_diff
+from checkers import bench, log_anomalies, parquet, replica_diff
 from checkers.spark_check import check_runs
 from tests.checkers import log_dumps, log_histories
 
@@ -26,6 +27,9 @@ def cases():
     return out
 
 
+SYNTHETIC = "synthetic"
+
+
 @pytest.fixture(scope="module")
 def campaign(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("campaign")
@@ -35,11 +39,26 @@ def campaign(spark, tmp_path_factory):
         out = root / run
         parquet.write_run(str(out), run, ops, dumps)
         dirs.append(str(out))
-    return runs, check_runs(dirs, list(runs), spark=spark)
+    synthetic = root / SYNTHETIC
+    bench.generate(str(synthetic), ops=6000, keys=14, inject=1, seed=3, run=SYNTHETIC,
+                   chunk_ops=2500)
+    found = check_runs(dirs + [str(synthetic)], list(runs) + [SYNTHETIC], spark=spark)
+    return runs, found, str(synthetic)
+
+
+def test_synthetic_run_with_every_kind_injected_matches_local(campaign):
+    _runs, found, synthetic = campaign
+    sends, reads, records, replicas = bench.load_flat(synthetic)
+    log = log_anomalies.check_flat(sends, reads)
+    diff = replica_diff.check_flat(records, replicas, sends)
+    assert found[SYNTHETIC]["log"] == log
+    assert found[SYNTHETIC]["replica-diff"] == diff
+    assert all(log["counts"].values()) and all(diff["counts"].values())
 
 
 def test_every_anomaly_type_is_injected_somewhere(campaign):
-    runs, found = campaign
+    runs, found, _synthetic = campaign
+    found = {run: found[run] for run in runs}
     seen = {kind for r in found.values() for kind, n in r["log"]["counts"].items() if n}
     seen |= {kind for r in found.values() for kind, n in r["replica-diff"]["counts"].items() if n}
     assert seen == set(log_anomalies.ANOMALIES) | set(replica_diff.ANOMALIES)
@@ -47,7 +66,7 @@ def test_every_anomaly_type_is_injected_somewhere(campaign):
 
 @pytest.mark.parametrize("run", sorted(cases()))
 def test_spark_equals_local(campaign, run):
-    runs, found = campaign
+    runs, found, _synthetic = campaign
     ops, dumps = runs[run]
     assert found[run]["log"] == log_anomalies.check(ops)
     assert found[run]["replica-diff"] == replica_diff.check(dumps, ops)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import reports
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from reports_browser import Browser, chromium_path  # noqa: E402
@@ -31,6 +33,17 @@ def lossy_store(store_root) -> Path:
 @pytest.fixture(scope="session")
 def valid_store(store_root) -> Path:
     return store_root / "hw-data-loss" / "20261121T191500"
+
+
+@pytest.fixture(scope="session")
+def lossy_report(lossy_store) -> Path:
+    """The lossy store's report, built once for every test that reads it."""
+    return Path(reports.build_report(lossy_store))
+
+
+@pytest.fixture(scope="session")
+def valid_report(valid_store) -> Path:
+    return Path(reports.build_report(valid_store))
 
 
 @pytest.fixture(scope="session")

@@ -40,17 +40,11 @@ def _reported_types(results: dict) -> int:
                for examples in (section.get("examples") or {}).values() if examples)
 
 
-def _targets(lossy_store, valid_store):
-    return [("hw-lossy", lossy_store, False), ("epoch-valid", valid_store, True)] + [
-        (f"real-{i}", Path(p), None) for i, p in enumerate(extra_stores())]
-
-
 @pytest.fixture(scope="module")
-def built(lossy_store, valid_store):
-    out = []
-    for name, store, expect_valid in _targets(lossy_store, valid_store):
-        out.append((name, Path(reports.build_report(store)), expect_valid))
-    return out
+def built(lossy_report, valid_report):
+    """(name, report, expected validity): the synthetic runs, then REPORT_STORES."""
+    real = [(f"real-{i}", Path(reports.build_report(p)), None) for i, p in enumerate(extra_stores())]
+    return [("hw-lossy", lossy_report, False), ("epoch-valid", valid_report, True)] + real
 
 
 def test_reports_render_without_errors(browser, built, screenshot_dir):
@@ -75,7 +69,7 @@ def test_reports_render_without_errors(browser, built, screenshot_dir):
             if valid is True:
                 assert "valid" in facts["verdictClass"].split(), (name, facts)
             assert facts["anomalyTables"] == _reported_types(results), (name, facts)
-            browser.screenshot(page, screenshot_dir / f"{name}-full.png", max_height=6000)
+            browser.screenshot(page, screenshot_dir / f"{name}-full.png", max_height=4000)
             browser.screenshot(page, screenshot_dir / f"{name}-diff.png", selector="table.diff-grid")
             assert (screenshot_dir / f"{name}-full.png").stat().st_size > 10_000
         finally:
@@ -129,9 +123,12 @@ def test_index_sorts_and_filters(browser, store_root, built, screenshot_dir):
         assert browser.evaluate(page, visible) == ["epoch"]
         browser.evaluate(page, """(() => { const t = document.getElementById('filter'); t.value = '';
             t.dispatchEvent(new Event('input'));
-            document.querySelectorAll('#runs th')[5].click(); })()""")  # anomalies, ascending
-        order = browser.evaluate(page, f"{rows}.map(r => r.cells[5].innerText)")
+            document.querySelectorAll('#runs th')[6].click(); })()""")  # anomalies, ascending
+        order = browser.evaluate(page, f"{rows}.map(r => r.cells[6].innerText)")
         assert order == sorted(order, key=int)
+        browser.evaluate(page, "document.querySelectorAll('#runs th')[6].click()")  # descending
+        order = browser.evaluate(page, f"{rows}.map(r => r.cells[6].innerText)")
+        assert order == sorted(order, key=int, reverse=True) and order[0] != order[-1]
         assert browser.evaluate(page, f"{rows}.every(r => r.querySelector('a[href$=\"report.html\"]'))")
         browser.screenshot(page, screenshot_dir / "index.png")
         assert browser.errors(page.session) == []

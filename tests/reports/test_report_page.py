@@ -14,14 +14,14 @@ import reports
 
 
 @pytest.fixture(scope="module")
-def lossy_page(lossy_store) -> tuple[Page, str]:
-    html = Path(reports.build_report(lossy_store)).read_text()
+def lossy_page(lossy_report) -> tuple[Page, str]:
+    html = lossy_report.read_text()
     return Page(html), html
 
 
 @pytest.fixture(scope="module")
-def valid_page(valid_store) -> tuple[Page, str]:
-    html = Path(reports.build_report(valid_store)).read_text()
+def valid_page(valid_report) -> tuple[Page, str]:
+    html = valid_report.read_text()
     return Page(html), html
 
 
@@ -151,3 +151,31 @@ def test_script_anywhere_in_the_store_is_text(tmp_path):
     assert not page.tags("script")
     assert all(i["src"].startswith("data:image/") for i in page.tags("img"))
     assert page.text.count(evil) >= 5
+
+
+def test_scenario_run_states_its_expectation(tmp_path):
+    store = make_store(tmp_path, n_ops=300)
+    results = json.loads((store / "results.json").read_text())
+    lost = results["checkers"]["log"]["examples"]["lost-write"][0]
+    results["scenario"] = {
+        "name": "hw-data-loss", "era": "hw", "source": "seed 1.4.1",
+        "expected": {"valid": False, "anomalies": ["lost-write"]}, "as_expected": True,
+        "forbidden_found": {"lost-write": 2}, "allowed_found": {}, "reasons": ["lost-write x2"],
+        "lost_writes": [{"key": 0, "offset": lost["offset"], "value": lost["value"],
+                         "op": lost["ops"][1], "invoke": lost["ops"][0], "acks": "all"}],
+        "truncation_check": {"expected": [{"node": "n2", "key": 0, "to": 3}],
+                             "observed": [{"node": "n2", "key": 0, "to": 3}], "match": True},
+        "leo_drops": [{"time_ns": 10**9, "node": "n2", "key": 0, "from": 5, "to": 3}],
+        "steps": [{"index": 1, "action": "bind"}],
+    }
+    (store / "results.json").write_text(json.dumps(results))
+    (store / "scenario.json").write_text(json.dumps({"scenario": {"description": "The follower truncates."}}))
+    html = Path(reports.build_report(store)).read_text()
+    page = Page(html)
+    sentence = re.search(r'<div id="verdict"[^>]*>(.*?)</div>', html).group(1)
+    assert sentence == ("Invalid: scenario hw-data-loss in era hw: 2 acknowledged writes lost. "
+                        "As expected (invalid with lost-write).")
+    assert "scenario" in page.ids() and "The follower truncates." in page.text
+    assert "match the expected ones" in page.text
+    assert f'href="#op-{lost["ops"][1]}"' in html  # the lost write's op links to its row
+    assert "Everything else the scenario recorded" in page.text
