@@ -57,6 +57,19 @@ PARTITIONS = 3
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_wait_seconds(cluster: LocalCluster) -> dict[str, float]:
+    """Seconds each process spent runnable but waiting for a CPU (/proc/PID/schedstat, field 2).
+
+    On a shared machine this, not the CPU time, is what bounds one-record requests."""
+    out = {}
+    for name, pid in [*((n, p.pid) for n, p in cluster.procs.items()), ("clients", os.getpid())]:
+        try:
+            out[name] = int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            out[name] = float("nan")
+    return out
+
+
 def cpu_seconds(cluster: LocalCluster, kernel_only: bool = False) -> dict[str, float]:
     """User+system (or only system) CPU seconds used so far by each cluster process and by this (client) process."""
     out = {}
@@ -108,12 +121,14 @@ async def run_mode(cluster: LocalCluster, producers: int, seconds: float, batch:
             await client.wait_for_leaders(TOPIC)
         cpu_before = cpu_seconds(cluster)
         sys_before = cpu_seconds(cluster, kernel_only=True)
+        wait_before = runqueue_wait_seconds(cluster)
         started = time.monotonic()
         stop_at = started + seconds
         await asyncio.gather(*(producer(i) for i in range(producers)))
         elapsed = time.monotonic() - started
         cpu_after = cpu_seconds(cluster)
         sys_after = cpu_seconds(cluster, kernel_only=True)
+        wait_after = runqueue_wait_seconds(cluster)
     finally:
         await asyncio.gather(*(c.close() for c in set(clients)))
     latencies.sort()
@@ -127,6 +142,7 @@ async def run_mode(cluster: LocalCluster, producers: int, seconds: float, batch:
                                        / max(acked, 1) * 1e6, 1),
             "kernel_cpu_share": round(sum(sys_after[k] - sys_before[k] for k in sys_after)
                                       / max(1e-9, sum(cpu_after[k] - cpu_before[k] for k in cpu_after)), 2),
+            "runqueue_wait_s": {k: round(wait_after[k] - wait_before[k], 2) for k in wait_after},
             "load_avg_1m": os.getloadavg()[0]}
 
 
@@ -148,7 +164,7 @@ async def bench(args, cluster: LocalCluster) -> dict:
         print(f"{name:<24} {r['records_per_s']:>9.1f} records/s  {r['requests_per_s']:>8.1f} requests/s  "
               f"p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  errors {r['errors']}  "
               f"cpu {r['cpu_us_per_record']} us/record ({r['kernel_cpu_share']:.0%} kernel) {r['cpu_s']}  "
-              f"load {r['load_avg_1m']:.1f}", flush=True)
+              f"runqueue wait {r['runqueue_wait_s']}  load {r['load_avg_1m']:.1f}", flush=True)
     return results
 
 
@@ -214,8 +230,6 @@ def main(argv=None) -> int:
     parser.add_argument("--shared-too", action="store_true",
                         help="also run both modes with one Client shared by all producers")
     parser.add_argument("--profile", type=Path, help="write cProfile output of every process here")
-    parser.add_argument("--sched-batch", action="store_true",
-                        help="run the cluster and the clients under SCHED_BATCH (no wake-up preemption)")
     parser.add_argument("--replica-root", type=Path, default=REPO,
                         help="folder that contains the replica/ package to benchmark")
     parser.add_argument("--compare", type=Path, metavar="DIR",
@@ -229,9 +243,6 @@ def main(argv=None) -> int:
         cluster = LocalCluster(Path(tmp), brokers=3, era=args.era, settings=settings, profile_dir=args.profile)
         try:
             cluster.start()
-            if args.sched_batch:
-                for proc in [*cluster.procs.values(), None]:
-                    os.sched_setscheduler(proc.pid if proc else 0, os.SCHED_BATCH, os.sched_param(0))
             results = asyncio.run(bench(args, cluster))
         finally:
             cluster.stop()
