@@ -92,7 +92,7 @@ class Run:
     def execute(self) -> int:
         spec = self.spec
         preflight(spec)
-        self.store = create_run_dir(spec.store_root, spec.name)
+        self.store = create_run_dir(spec.store_root, spec.name).resolve()
         write_json(self.store / "test.json", {**spec.model_dump(), "run_id": self.run_id,
                                               "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         log = open(self.store / "harness.log", "a", encoding="utf-8")

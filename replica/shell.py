@@ -111,9 +111,6 @@ class ServerProtocol(FrameProtocol):
         return f"conn{self.peer}"
 
 
-Connection = ServerProtocol      # the name the core's docs use for the opaque handle
-
-
 class Peer:
     """The outgoing connection to one peer: connects on first use, forwards the
     answers to the core, and reports a broken connection (or a failed connect) once."""
@@ -139,9 +136,9 @@ class Peer:
     async def _connect(self) -> None:
         shell = self.shell
         address = shell.address_of(self.dest)
-        protocol = FrameProtocol(self._on_response, max_frame_bytes=MAX_FRAME_BYTES)
-        protocol._on_close = lambda exc: self._on_lost(protocol, exc)
-        protocol._on_bad_frame = lambda e: self._on_bad_frame(protocol, e)
+        protocol = FrameProtocol(self._on_response, max_frame_bytes=MAX_FRAME_BYTES,
+                                 on_close=lambda exc: self._on_lost(protocol, exc),
+                                 on_bad_frame=lambda e: self._on_bad_frame(protocol, e))
         try:
             if address is None:
                 raise OSError(f"no address known for {self.dest}")

@@ -134,3 +134,16 @@ def test_index_sorts_and_filters(browser, store_root, built, screenshot_dir):
         assert browser.errors(page.session) == []
     finally:
         browser.close_page(page)
+
+
+def test_the_error_capture_sees_errors(browser, tmp_path):
+    """The no-error checks above could not pass by missing errors: a broken page is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><p>x</p><script>console.error('boom');"
+                   "undefinedFunction();</script></body></html>")
+    page = browser.load(bad.as_uri())
+    try:
+        assert any("boom" in e for e in page.errors), page.errors
+        assert any("undefinedFunction" in e for e in page.errors), page.errors
+    finally:
+        browser.close_page(page)
