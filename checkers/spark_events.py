@@ -113,9 +113,11 @@ def offset_facts(events: DataFrame) -> DataFrame:
 SORT_COLUMNS = ("a", "b", "c", "d", "t")
 
 
-def flag(df: DataFrame, kind: str, payload: list, order: dict, weight=None) -> DataFrame:
-    """Anomaly rows of one kind in the common shape that all checks union into.
+def flag(df: DataFrame, kind, payload: list, order: dict, weight=None) -> DataFrame:
+    """Anomaly rows in the common shape that all checks union into.
 
+    kind: the anomaly name, or a Column choosing it per row (two kinds that
+    come out of one computation, like poll-skip and nonmonotonic-poll).
     order: sort columns a, b, c, d (bigint) and t (string) -> expressions; the
     examples of a kind are its first rows by (a, b, c, d, t). payload: the
     columns the example is built from, carried as one JSON text. weight: what
@@ -123,7 +125,8 @@ def flag(df: DataFrame, kind: str, payload: list, order: dict, weight=None) -> D
     """
     sort = [(order[c] if c in order else F.lit(None)).cast("string" if c == "t" else "bigint")
             .alias(c) for c in SORT_COLUMNS]
-    return df.select(F.col("run"), F.lit(kind).alias("kind"),
+    kind = F.lit(kind) if isinstance(kind, str) else kind
+    return df.select(F.col("run"), kind.alias("kind"),
                      (weight if weight is not None else F.lit(1)).cast("bigint").alias("weight"),
                      *sort, F.to_json(F.struct(*payload), {"ignoreNullFields": "false"}).alias("payload"))
 

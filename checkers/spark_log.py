@@ -41,7 +41,8 @@ def acked(events: DataFrame) -> DataFrame:
 def flags(events: DataFrame, values: DataFrame, offsets: DataFrame) -> list[DataFrame]:
     obs = events.where(is_observation())
     rows = [
-        flag(obs.select("run").distinct(), CHECKED, [F.lit(1).alias("x")], {}),
+        flag(values.where(F.col("min_offset").isNotNull()).select("run").distinct(), CHECKED,
+             [F.lit(1).alias("x")], {}),
         flag(offsets.where(F.col("min_value") != F.col("max_value")), "inconsistent-offsets",
              ["key", "offset"], {"a": F.col("key"), "b": F.col("offset")}),
         flag(values.where(F.col("min_offset") != F.col("max_offset")), "duplicate",
@@ -49,9 +50,8 @@ def flags(events: DataFrame, values: DataFrame, offsets: DataFrame) -> list[Data
         flag(values.where(F.col("fail_index").isNotNull() & (F.col("read") == 1)), "aborted-read",
              ["key", "value", "fail_index"], {"a": F.col("key"), "t": F.col("value")}),
     ]
-    rows += _lost_and_unseen(events, values)
-    rows += _poll_order(obs)
-    rows += [_nonmonotonic_sends(events), _realtime_order(events)]
+    rows += [_lost_and_unseen(events, values), _poll_order(obs), _nonmonotonic_sends(events),
+             _realtime_order(events)]
     return rows
 
 
@@ -64,15 +64,10 @@ def _lost_and_unseen(events, values):
                         (-F.col("best.neg_index")).alias("max_read_index")))
     unread = (values.where(F.col("ack_offset").isNotNull() & (F.col("read") == 0))
               .join(F.broadcast(max_read), ["run", "key"], "left"))
-    order = {"a": F.col("key"), "b": F.col("ack_offset"), "t": F.col("value")}
-    payload = ["key", "value", "ack_offset", "ack_index", "max_read_offset", "max_read_index"]
-    return [
-        flag(unread.where(F.col("ack_offset") <= F.col("max_read_offset")), "lost-write",
-             payload, order),
-        flag(unread.where(F.col("max_read_offset").isNull()
-                          | (F.col("ack_offset") > F.col("max_read_offset"))), "unseen",
-             payload, order),
-    ]
+    kind = F.when(F.col("ack_offset") <= F.col("max_read_offset"), "lost-write").otherwise("unseen")
+    return flag(unread, kind,
+                ["key", "value", "ack_offset", "ack_index", "max_read_offset", "max_read_index"],
+                {"a": F.col("key"), "b": F.col("ack_offset"), "t": F.col("value")})
 
 
 def _poll_order(obs):
@@ -86,10 +81,9 @@ def _poll_order(obs):
              .where(F.col("prev_rank").isNotNull())
              .withColumn("delta", F.col("rank") - F.col("prev_rank"))
              .where(F.col("delta") != 1))
-    order = {"a": F.col("key"), "b": F.col("index"), "c": F.col("pos"), "d": F.col("session")}
-    payload = ["key", "process", "prev_offset", "offset", "delta", "prev_index", "index"]
-    return [flag(pairs.where(F.col("delta") > 1), "poll-skip", payload, order),
-            flag(pairs.where(F.col("delta") < 1), "nonmonotonic-poll", payload, order)]
+    return flag(pairs, F.when(F.col("delta") > 1, "poll-skip").otherwise("nonmonotonic-poll"),
+                ["key", "process", "prev_offset", "offset", "delta", "prev_index", "index"],
+                {"a": F.col("key"), "b": F.col("index"), "c": F.col("pos"), "d": F.col("session")})
 
 
 def _nonmonotonic_sends(events):

@@ -55,7 +55,8 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)   # reused: 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:
     """Length prefix plus compact JSON; raises FrameError for a non-dict or unencodable message."""
-    if not isinstance(message, Mapping):
+    # type() first: isinstance against typing.Mapping costs ~2 us, paid on every message.
+    if type(message) is not dict and not isinstance(message, Mapping):
         raise FrameError(f"a frame must hold a JSON object, not {type(message).__name__}")
     try:
         body = _ENCODER.encode(message).encode("utf-8")
@@ -64,7 +65,7 @@ def encode_frame(message: Mapping[str, Any]) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def decode_frame(body: bytes) -> dict:
+def decode_frame(body: bytes | bytearray) -> dict:
     """Parse a frame body into a dict; raises FrameError otherwise."""
     try:
         message = json.loads(body.decode("utf-8"))
@@ -304,7 +305,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 return
             if end - pos - 4 < length:
                 break
-            body = bytes(buf[pos + 4: pos + 4 + length])
+            body = buf[pos + 4: pos + 4 + length]       # one copy; decode_frame takes any bytes-like
             pos += 4 + length
             try:
                 message = decode_frame(body)

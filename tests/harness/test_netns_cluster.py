@@ -102,3 +102,22 @@ def test_put_get_roundtrip(cluster, tmp_path):
     n1.put(str(src), str(tmp_path / "remote-copy"))
     n1.get(str(tmp_path / "remote-copy" / "a.txt"), str(tmp_path / "back.txt"))
     assert (tmp_path / "back.txt").read_text() == "hello"
+
+
+def test_two_runs_with_the_same_subnet_coexist(cluster, tmp_path):
+    """The bridge has no address on the host, so a second run on the same
+    subnet is invisible to the first."""
+    run_id = new_run_id()
+    rec = RunRecord(run_id, run_dir=tmp_path / "runs2")
+    other = NetnsCluster(run_id, 3, cluster.subnet, rec, str(tmp_path / "work2"))
+    try:
+        other.create()
+        serve(cluster.remotes["n1"], tmp_path)
+        assert other.remotes["n1"].address == cluster.remotes["n1"].address
+        assert tcp_probe(cluster.remotes["n2"], cluster.remotes["n1"].address, PORT)
+        assert not tcp_probe(other.remotes["n2"], other.remotes["n1"].address, PORT)  # nothing serves there
+    finally:
+        other.destroy()
+        rec.remove_file()
+    assert leftovers(run_id) == []
+    assert tcp_probe(cluster.remotes["n2"], cluster.remotes["n1"].address, PORT)
