@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import sys
 import time
 
 import numpy as np
@@ -366,7 +367,7 @@ def _gib(n):
 
 def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "bench/out",
               master: str | None = None, local_max_ops: int = 1_000_000, inject: int = 1,
-              seed: int = 0, progress=print) -> dict:
+              seed: int = 0, progress=None) -> dict:
     """Generate, then time both drivers end to end; ratios against a same-run baseline.
 
     Baseline: a Spark job that reads every table of the run and counts its
@@ -379,7 +380,10 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
     from checkers.spark_events import read_table
     from checkers.spark_session import spark_session
 
-    report = {"keys": keys, "inject": inject, "runs": []}
+    progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    if isinstance(sizes, int):
+        sizes = [sizes]
+    report = {"keys": keys, "inject": inject, "master": master or "local[2]", "runs": []}
     spark = spark_session(master)
     for ops in sorted(sizes):
         run_dir = os.path.join(out_dir, f"ops-{ops}")

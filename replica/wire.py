@@ -267,12 +267,14 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._outbox: list[bytes] = []
         self._flush_scheduled = False
         self.transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         self._close_reason: BaseException | None = None
 
     # -------------------------------------------------------------- receiving
     def connection_made(self, transport) -> None:
         self.transport = transport
+        self._loop = asyncio.get_running_loop()     # kept: each lookup costs a getpid() syscall
 
     def get_buffer(self, sizehint: int) -> memoryview:
         free = len(self._buf) - self._end
@@ -344,7 +346,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._outbox.append(frame)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
