@@ -133,7 +133,12 @@ def release(record: RunRecord) -> list[str]:
         if r["kind"] == "link" and _quiet(["ip", "link", "show", r["name"]]) == 0:
             _quiet(["ip", "link", "del", r["name"]])
             done.append(f"link {r['name']}")
-    # 4. Scratch directories.
+    # 4. Hosts reached over SSH (ssh backend): their daemons, rules and run folder.
+    if any(r["kind"] == "ssh-host" for r in res):
+        from harness.cluster.ssh import release_ssh  # paramiko only when needed
+
+        done += release_ssh(res)
+    # 5. Scratch directories.
     for r in res:
         if r["kind"] == "dir" and os.path.isdir(r["path"]):
             shutil.rmtree(r["path"], ignore_errors=True)

@@ -26,6 +26,14 @@ def _entry(module: str, name: str):
         fail(f"{module}.{name} is not available yet ({e})")
 
 
+def ssh_options(hosts, ssh_user, ssh_key, known_hosts) -> dict:
+    """The ssh backend's flags as spec backend_options (only those given)."""
+    given = {"hosts": hosts.split(",") if hosts else None, "ssh_user": ssh_user,
+             "ssh_key": str(ssh_key) if ssh_key else None,
+             "known_hosts": str(known_hosts) if known_hosts else None}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 @app.command()
 def run(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML spec file; flags override it"),
@@ -40,7 +48,11 @@ def run(
     rate: Optional[float] = typer.Option(None, help="target ops/s over all clients (default 100)"),
     acks: Optional[str] = typer.Option(None, help="0 | 1 | all (default all)"),
     backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)"),
-    subnet: Optional[str] = typer.Option(None, help="netns subnet (default 10.210.0.0/24)"),
+    subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24; docker: first free /24 of 10.211.0.0/16)"),
+    hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
+    ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
+    ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
+    known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
     name: Optional[str] = typer.Option(None, help="test name (default log-<era>)"),
     store_root: Optional[str] = typer.Option(None, "--store", help="store root directory (default ./store)"),
     set_: List[str] = typer.Option([], "--set", help="replica setting key=value (Kafka names), repeatable"),
@@ -53,6 +65,8 @@ def run(
 
     try:
         settings = parse_settings(set_) if set_ else None
+        if hosts and nodes is None:  # the controller host comes first
+            nodes = len(hosts.split(",")) - 1
         spec = build_spec(str(spec_file) if spec_file else None, era=era, nemesis=nemesis,
                           nemesis_interval=nemesis_interval, time_limit=time_limit, seed=seed, nodes=nodes,
                           keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
@@ -60,6 +74,7 @@ def run(
                           check=False if no_check else None)
         if settings:
             spec.settings.update(settings)
+        spec.backend_options.update(ssh_options(hosts, ssh_user, ssh_key, known_hosts))
         r = Run(spec)
         code = r.execute()
     except (SpecError, RunError, StoreError) as e:

@@ -1,6 +1,6 @@
 """Cluster backend `ssh`: hosts that already exist, reached over SSH only.
 
-    --nodes ctl-host,broker1,broker2,...   (or name=host[:port] entries)
+    --hosts ctl-host,broker1,broker2,...   (or name=host[:port] entries)
     --ssh-user root --ssh-key ~/.ssh/id_ed25519 --known-hosts ~/.ssh/known_hosts
 
 The first host runs the controller (`ctl`), the others the brokers n1..nN.
@@ -218,11 +218,11 @@ def release_ssh(resources: list[dict]) -> list[str]:
 
 def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> SshCluster:
     """The runner's factory; spec.backend_options carries `hosts` (the
-    --nodes host list: ctl first), `ssh_user`, `ssh_key`, `known_hosts`."""
+    --hosts list: ctl first), `ssh_user`, `ssh_key`, `known_hosts`."""
     opts = dict(spec.backend_options or {})
     hosts = opts.get("hosts") or opts.get("nodes")
     if not hosts:
-        raise ClusterError("the ssh backend needs the hosts: --nodes ctl-host,broker1,broker2,... "
+        raise ClusterError("the ssh backend needs the hosts: --hosts ctl-host,broker1,broker2,... "
                            "(backend_options.hosts in a spec file)")
     cluster = SshCluster(run_id, hosts, record, user=opts.get("ssh_user", "root"),
                          key_path=opts.get("ssh_key", "~/.ssh/id_ed25519"),
