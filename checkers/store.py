@@ -125,27 +125,39 @@ def read_dumps(store_dir: str) -> tuple[dict[str, dict], list[str]]:
     return dumps, missing
 
 
-def check_campaign(store_dirs: list[str], master: str | None = None) -> dict[str, dict]:
+def check_campaign(store_dirs: list[str], master: str | None = None,
+                   skip_bad: bool = False) -> dict[str, dict]:
     """Check many stores in one Spark job; writes each store's results.json.
 
     -> {store_dir: results}. Each store's history and dumps are first written
     to `<store>/parquet/` (streamed, chunked), then one job checks them all.
+    With skip_bad, a store without a readable history gets results
+    {"valid": "unknown", "error": ...} instead of stopping the campaign.
     """
     from checkers import parquet
     from checkers.spark_check import check_runs
 
-    prepared = {}
+    prepared, out = {}, {}
     for store_dir in store_dirs:
-        ops, truncated = read_store_history(store_dir)
+        try:
+            ops, truncated = read_store_history(store_dir)
+        except (StoreError, HistoryError) as err:
+            if not skip_bad:
+                raise
+            out[store_dir] = {"valid": "unknown", "error": str(err), "engine": "spark"}
+            if os.path.isdir(store_dir):
+                write_results(store_dir, out[store_dir])
+            continue
         dumps, missing = read_dumps(store_dir)
         run = os.path.abspath(store_dir)
         out_dir = os.path.join(store_dir, "parquet")
         stats = parquet.write_run(out_dir, run, ops, dumps)
         prepared[run] = (store_dir, out_dir, stats, truncated, missing)
     runs = list(prepared)
+    if not runs:
+        return out
     found = check_runs([p[1] for p in prepared.values()], runs, master=master,
                        complete={run: not p[4] for run, p in prepared.items()})
-    out = {}
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
         results = assemble(found[run], stats, "spark", truncated, missing)
         write_results(store_dir, results)

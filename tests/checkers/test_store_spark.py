@@ -1,19 +1,24 @@
-"""check_store with the Spark engine writes the same checker results as the local engine."""
+"""Spark-engine store checks write the same checker results as the local engine."""
 
 import json
 
-from checkers.store import check_store
+import pytest
+
+from checkers.store import StoreError, check_campaign, check_store
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store
 
 
-def test_spark_store_matches_local_on_a_partial_store(spark, tmp_path):
+def test_spark_campaign_matches_local_on_a_partial_store_and_skips_a_bad_one(spark, tmp_path):
     dumps = {k: v for k, v in log_dumps.divergent().items() if k != "n3"}
     store = make_store(tmp_path / "s", log_histories.poll_skip().ops, dumps, extra_nodes=["n3"])
     with open(store / "history.jsonl", "a") as handle:
         handle.write('{"index": 999, "process": 1, "ty')  # the harness died mid-line
+    empty = tmp_path / "empty"
+    empty.mkdir()
     local = check_store(str(store), engine="local")
-    remote = check_store(str(store), engine="spark")
+    found = check_campaign([str(store), str(empty)], skip_bad=True)
+    remote = found[str(store)]
     assert remote["engine"] == "spark" and local["engine"] == "local"
     assert remote["checkers"] == local["checkers"]
     assert (remote["valid"], remote["stats"], remote["notes"]) == (
@@ -22,3 +27,9 @@ def test_spark_store_matches_local_on_a_partial_store(spark, tmp_path):
     assert remote["checkers"]["log"]["counts"]["poll-skip"] == 1
     assert remote["checkers"]["replica-diff"]["valid"] is False  # n1 and n2 diverge
     assert (store / "parquet" / "sends.parquet").exists()
+    assert found[str(empty)]["valid"] == "unknown" and "no history" in found[str(empty)]["error"]
+
+
+def test_spark_engine_reports_a_store_without_history_before_starting_spark(tmp_path):
+    with pytest.raises(StoreError, match="no history"):
+        check_store(str(tmp_path), engine="spark")
