@@ -5,10 +5,9 @@ docstring). Inputs are the cached aggregates of `checkers.spark_events`:
 
 - divergence: `offset_facts` rows whose committed records' (epoch, value)
   minimum and maximum differ;
-- missing-committed: per key, the committed range's length minus the held
-  offsets inside it (an aggregation, no sort); only in keys with holes, the
-  held offsets plus a sentinel at the range's end, and lag over (run, key) by
-  offset: every step larger than one is a gap (weighted by its length);
+- missing-committed: held offsets inside each key's committed range, a
+  sentinel row at the range's end, and lag over (run, key) by offset: every
+  step larger than one is a gap (weighted by its length in the count);
 - lost-acknowledged: `value_facts` rows acknowledged but held by no replica,
   at or above the key's lowest log start (broadcast join with the per-key
   ranges, a few thousand rows).
@@ -43,18 +42,12 @@ def flags(values: DataFrame, offsets: DataFrame, replicas: DataFrame) -> list[Da
 
 
 def _missing_committed(offsets, ranges):
-    """Count holes per key by aggregation; find the hole ranges only in keys that have some."""
     held = (offsets.where(F.col("held") == 1).select("run", "key", "offset")
             .join(ranges, ["run", "key"])
             .where((F.col("offset") >= F.col("low")) & (F.col("offset") < F.col("high"))))
-    counts = held.groupBy("run", "key").agg(F.count(F.lit(1)).alias("held_count"))
-    holed = (ranges.join(counts, ["run", "key"], "left")
-             .where(F.col("high") - F.col("low") - F.coalesce(F.col("held_count"), F.lit(0)) > 0)
-             .select("run", "key", "low", "high"))
-    in_holed = held.select("run", "key", "offset").join(F.broadcast(holed), ["run", "key"])
-    ends = holed.select("run", "key", F.col("high").alias("offset"), "low", "high")
+    ends = ranges.select("run", "key", F.col("high").alias("offset"), "low", "high")
     by_offset = Window.partitionBy("run", "key").orderBy("offset")
-    gaps = (in_holed.unionByName(ends)
+    gaps = (held.unionByName(ends)
             .withColumn("first_offset",
                         F.coalesce(F.lag("offset").over(by_offset), F.col("low") - 1) + 1)
             .withColumn("last_offset", F.col("offset") - 1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -194,12 +193,17 @@ def scenario(
     backend: str = typer.Option("netns", help="netns | docker | ssh"),
     expect: bool = typer.Option(False, "--expect", help="exit 0 iff the verdict is the declared one (CI)"),
     store_root: str = typer.Option("store", "--store", help="store root directory"),
-    subnet: Optional[str] = typer.Option(None, help="netns subnet (default 10.210.0.0/24)"),
+    subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24)"),
+    hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
+    ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
+    ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
+    known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     run_command = _entry("nemesis.scenarios.cli", "run_command")
     raise typer.Exit(run_command(name, str(file) if file else None, era, list_=list_, backend=backend,
-                                 expect=expect, store_root=store_root, subnet=subnet))
+                                 expect=expect, store_root=store_root, subnet=subnet,
+                                 backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts)))
 
 
 def main() -> None:

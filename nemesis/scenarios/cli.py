@@ -41,7 +41,7 @@ def _short(e) -> str:
 
 def run_command(name: str | None, file: str | None, era: str | None, list_: bool = False,
                 backend: str = "netns", expect: bool = False, store_root: str = "store",
-                subnet: str | None = None, check: bool = True) -> int:
+                subnet: str | None = None, check: bool = True, backend_options: dict | None = None) -> int:
     if list_:
         print(describe_library())
         return 0
@@ -62,7 +62,8 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
     from nemesis.scenarios.executor import ScenarioRun, scenario_spec
 
     try:
-        spec = scenario_spec(scenario, era, backend=backend, store_root=store_root, subnet=subnet, check=check)
+        spec = scenario_spec(scenario, era, backend=backend, store_root=store_root, subnet=subnet, check=check,
+                             backend_options=backend_options)
         run = ScenarioRun(spec, scenario)
         code = run.execute()
     except (SpecError, RunError, ValueError) as e:

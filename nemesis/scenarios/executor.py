@@ -19,16 +19,19 @@ import asyncio
 import itertools
 import json
 import os
+import subprocess
+import tempfile
 import time
 
 
 from harness import verdict
-from harness.cluster.base import CONTROLLER
+from harness.cluster.base import CONTROLLER, ClusterError
 from harness.runner import Run
 from harness.spec import TestSpec
 from harness.store import write_json
 from nemesis import grudges
 from nemesis.scenarios import conditions, results, roles
+from replica import storage
 from nemesis.scenarios.script import NODE_ACTIONS, Scenario, Step, bound_ms
 
 TOPIC = "log"
@@ -42,7 +45,8 @@ class StepError(RuntimeError):
 
 
 def scenario_spec(scenario: Scenario, era: str, backend: str = "netns", store_root: str = "store",
-                  subnet: str | None = None, check: bool = True) -> TestSpec:
+                  subnet: str | None = None, check: bool = True,
+                  backend_options: dict | None = None) -> TestSpec:
     """The TestSpec of a scenario run (what test.json records)."""
     data = dict(name=f"{scenario.name}-{era}", era=era, backend=backend, nodes=scenario.nodes,
                 time_limit=1.0, seed=0, keys=scenario.keys, concurrency=1, acks=scenario.acks,
@@ -50,6 +54,8 @@ def scenario_spec(scenario: Scenario, era: str, backend: str = "netns", store_ro
                 recovery_timeout=scenario.recovery_timeout, store_root=store_root, check=check)
     if subnet:
         data["subnet"] = subnet
+    if backend_options:
+        data["backend_options"] = backend_options
     return TestSpec.model_validate(data)
 
 
@@ -175,8 +181,14 @@ class ScenarioRun(Run):
 
     def _read_checkpoint(self, node: str) -> dict[int, int]:
         path = os.path.join(self.db.node_dir(node), "data", CHECKPOINT_FILE)
-        out = self.cluster.remotes[node].run(["cat", path], check=False, timeout=5)
-        return results.parse_offset_checkpoint(out.stdout, TOPIC) if out.returncode == 0 else {}
+        with tempfile.TemporaryDirectory() as tmp:
+            local = os.path.join(tmp, CHECKPOINT_FILE)
+            try:
+                self.cluster.remotes[node].get(path, local)
+                offsets = storage.read_offset_checkpoint(local)
+            except (OSError, ClusterError, storage.StorageError, subprocess.SubprocessError):
+                return {}  # not written yet, or the node is unreachable right now
+        return {p: hw for (t, p), hw in offsets.items() if t == TOPIC}
 
     async def _observe(self, cond: conditions.Condition | None = None) -> conditions.Observation:
         meta_task = asyncio.create_task(self._metadata())

@@ -17,7 +17,6 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.store import write_json
 from nemesis.scenarios.script import DIFF_ANOMALIES, LOG_ANOMALIES, Scenario
 
 _TRUNCATED = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): truncated from leo (\d+) to (\d+)")
@@ -26,46 +25,12 @@ _EXPAND = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): expanding ISR \[([\
                      r"\(leo (\d+) >= hw (\d+)\)")
 
 
-def parse_offset_checkpoint(text: str, topic: str) -> dict[int, int]:
-    """Kafka's replication-offset-checkpoint: version, count, `<topic> <partition> <offset>` lines."""
-    lines = text.splitlines()
-    out = {}
-    for line in lines[2:]:
-        parts = line.split()
-        if len(parts) == 3 and parts[0] == topic:
-            try:
-                out[int(parts[1])] = int(parts[2])
-            except ValueError:
-                continue
-    return out
-
-
 # ------------------------------------------------------------------ checkers
 def check_store(store: Path) -> dict:
-    """checkers.store.check_store when it exists; else the two in-process kernels."""
-    try:
-        from checkers.store import check_store as check
-    except ImportError:
-        return _check_with_kernels(store)
+    """The project's checkers (log anomalies + replica diff), as `harness check` runs them."""
+    from checkers.store import check_store as check
+
     return check(str(store))
-
-
-def _check_with_kernels(store: Path) -> dict:
-    from checkers import log_anomalies, replica_diff
-    from checkers.history import read_history
-
-    ops = read_history(str(store / "history.jsonl"))
-    dumps, missing = load_dumps(store)
-    log = log_anomalies.check(ops)
-    diff = replica_diff.check(dumps, ops, missing_nodes=missing)
-    values = [log["valid"], diff["valid"]]
-    valid = False if False in values else "unknown" if "unknown" in values else True
-    stats = {"ops": len(ops), **{t: sum(1 for o in ops if o["type"] == t and o["process"] != "nemesis")
-                                 for t in ("ok", "fail", "info")}}
-    results = {"valid": valid, "checkers": {"log": log, "replica-diff": diff}, "stats": stats,
-               "engine": "local (scenario: log_anomalies + replica_diff kernels)"}
-    write_json(store / "results.json", results)
-    return results
 
 
 def load_dumps(store: Path) -> tuple[dict[str, dict], list[str]]:

@@ -90,7 +90,7 @@ def test_divergence_lists_offsets_and_replicas():
 
 def test_verdict_expectation_and_truncation_check(store):
     scenario = load_scenario("hw-data-loss")
-    checked = results._check_with_kernels(store)
+    checked = results.check_store(store)
     assert checked["checkers"]["log"]["counts"]["lost-write"] == 2
     record = {"aliases": {"A": "n2", "B": "n1"}, "writes": [], "measurements": []}
     out = results.analyze(store, scenario, "hw", checked, record)
@@ -103,7 +103,7 @@ def test_verdict_expectation_and_truncation_check(store):
 
 def test_allowed_anomalies_are_set_aside_but_reported(store):
     scenario = load_scenario("epoch-truncation")   # acks=1: losing writes is allowed
-    checked = results._check_with_kernels(store)
+    checked = results.check_store(store)
     record = {"aliases": {"A": "n1", "B": "n2", "C": "n3"}, "writes": [], "measurements": []}
     out = results.analyze(store, scenario, "epoch", checked, record)
     sc = out["scenario"]
@@ -138,7 +138,3 @@ def test_a_step_error_makes_the_verdict_unknown(store):
                           {"error": "step 3 (wait): timed out", "writes": [], "measurements": []})
     assert out["valid"] == "unknown" and out["error"].startswith("step 3")
 
-
-def test_offset_checkpoint_format():
-    assert results.parse_offset_checkpoint("0\n2\nlog 0 3\nlog 1 7\nother 0 9\n", "log") == {0: 3, 1: 7}
-    assert results.parse_offset_checkpoint("", "log") == {}
