@@ -32,7 +32,7 @@ from .actions import (CONTROLLER, Append, Flush, Log, Reply, Send, SetTimer, Tru
                       WriteEpochCheckpoint, WriteOffsetCheckpoint)
 from .epoch_cache import UNDEFINED, EpochCache
 from .partition import Partition, RemoteReplica
-from .validate import BadRequest, get_int, get_str
+from .validate import BadRequest, dispatch_request, get_int, get_str
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 
@@ -142,18 +142,7 @@ class BrokerCore:
         return self._finish(now)
 
     def on_request(self, conn: Any, message: dict, now: int) -> list:
-        corr = message.get("corr") if isinstance(message, dict) else None
-        api = message.get("api") if isinstance(message, dict) else None
-        handler = self._handlers.get(api)
-        if handler is None:
-            self._reply(conn, corr, P.UNSUPPORTED_API, message=f"unknown api {str(api)[:80]!r}")
-            return self._finish(now)
-        try:
-            handler(conn, corr, message, now)
-        except BadRequest as e:
-            self._reply(conn, corr, P.INVALID_REQUEST, message=str(e))
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-            self._reply(conn, corr, P.INVALID_REQUEST, message=f"{type(e).__name__}: {e}")
+        dispatch_request(self._handlers, self._reply, conn, message, now)
         return self._finish(now)
 
     def on_response(self, peer: Any, message: dict, now: int) -> list:

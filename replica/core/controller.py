@@ -21,7 +21,7 @@ from typing import Any
 from .. import config as cfg
 from .. import protocol as P
 from .actions import Log, Persist, Reply, Send, SetTimer
-from .validate import BadRequest, get_int, get_str
+from .validate import BadRequest, dispatch_request, get_int, get_str
 
 
 class ControllerCore:
@@ -58,17 +58,7 @@ class ControllerCore:
         return self._finish(now)
 
     def on_request(self, conn: Any, message: dict, now: int) -> list:
-        corr = message.get("corr") if isinstance(message, dict) else None
-        handler = self._handlers.get(message.get("api") if isinstance(message, dict) else None)
-        if handler is None:
-            self._reply(conn, corr, P.UNSUPPORTED_API)
-            return self._finish(now)
-        try:
-            handler(conn, corr, message, now)
-        except BadRequest as e:
-            self._reply(conn, corr, P.INVALID_REQUEST, message=str(e))
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-            self._reply(conn, corr, P.INVALID_REQUEST, message=f"{type(e).__name__}: {e}")
+        dispatch_request(self._handlers, self._reply, conn, message, now)
         return self._finish(now)
 
     def on_response(self, peer: Any, message: dict, now: int) -> list:

@@ -34,3 +34,23 @@ def get_str(message: dict, name: str, default: Any = _MISSING) -> str:
     if not isinstance(value, str):
         raise BadRequest(f"field {name!r} must be a string")
     return value
+
+
+def dispatch_request(handlers: dict, reply, conn: Any, message: Any, now: int) -> None:
+    """Route one client request to its handler; an unknown API or a bad field
+    becomes an error reply (``reply(conn, corr, code, message=...)``), never an
+    exception. Shared by the broker and controller cores."""
+    from .. import protocol as P
+
+    corr = message.get("corr") if isinstance(message, dict) else None
+    api = message.get("api") if isinstance(message, dict) else None
+    handler = handlers.get(api)
+    if handler is None:
+        reply(conn, corr, P.UNSUPPORTED_API, message=f"unknown api {str(api)[:80]!r}")
+        return
+    try:
+        handler(conn, corr, message, now)
+    except BadRequest as e:
+        reply(conn, corr, P.INVALID_REQUEST, message=str(e))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        reply(conn, corr, P.INVALID_REQUEST, message=f"{type(e).__name__}: {e}")
