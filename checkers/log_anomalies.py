@@ -50,9 +50,8 @@ given, identical in both engines):
 - realtime-order: an ok send B whose offset is lower than that of an ok send A
   to the same key that completed before B was invoked (history index order).
   Jepsen finds these as G0-realtime cycles with Elle; this is the direct
-  per-key form. Per send B; the example's witness A is the earliest-completed
-  send among those with a higher offset (ties: the lower offset). Order key,
-  B's invoke index.
+  per-key form. Per send B; the example names the A with the highest offset
+  (ties: the later completion). Order key, B's invoke index.
 
 valid: False if any count is positive; "unknown" if the history has no ok send
 and no read (nothing was checked); True otherwise.
@@ -61,7 +60,6 @@ and no read (nothing was checked); True otherwise.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import groupby
 from typing import Iterable
 
 from checkers.flatten import decode_value, flatten
@@ -239,24 +237,23 @@ def _nonmonotonic_sends(sends):
 
 
 def _realtime_order(sends):
-    """Per key, from the highest offset down: the earliest completion among higher offsets."""
-    by_key = defaultdict(list)
+    """Sweep each key's events in index order, keeping the highest offset acknowledged so far."""
+    events = defaultdict(list)
     for key, value, offset, kind, _p, invoke, done in sends:
         if kind == "ok" and offset is not None:
-            by_key[key].append((offset, done, invoke, value))
+            events[key].append((done, 1, offset, value))    # completion: raises the bar
+            events[key].append((invoke, 0, offset, value))  # invocation: must clear it
     found = []
-    for key, acked in by_key.items():
-        acked.sort(reverse=True)
-        witness = None  # (completion index, offset) earliest among strictly higher offsets
-        for _offset, group in groupby(acked, key=lambda row: row[0]):
-            same = list(group)
-            for offset, _done, invoke, value in same:
-                if witness is not None and witness[0] < invoke:
-                    found.append(((key, invoke), {
-                        "key": key, "value": decode_value(value), "offset": offset,
-                        "earlier_offset": witness[1], "ops": [witness[0], invoke]}))
-            for offset, done, _invoke, _value in same:
-                if witness is None or (done, offset) < witness:
-                    witness = (done, offset)
+    for key, stream in events.items():
+        stream.sort()
+        best = None  # (offset, completion index) of the highest acknowledged offset
+        for index, is_completion, offset, value in stream:
+            if is_completion:
+                if best is None or (offset, index) > best:
+                    best = (offset, index)
+            elif best is not None and best[0] > offset:
+                found.append(((key, index), {
+                    "key": key, "value": decode_value(value), "offset": offset,
+                    "earlier_offset": best[0], "ops": [best[1], index]}))
     found.sort(key=lambda r: r[0])
     return len(found), [r[1] for r in found[:MAX_EXAMPLES]]

@@ -28,6 +28,10 @@ from checkers.spark_schema import spark_schema
 # Small partitions keep each task's sort, window and cache buffers well inside
 # a 2 GiB driver heap (8 partitions of 30M rows ran out of memory).
 ROWS_PER_PARTITION = 400_000
+# Cached tables live on local disk, not in the heap: blocks cached in memory
+# are shielded from eviction up to spark.memory.storageFraction, which left
+# hash aggregations of a 10M-op run without memory in a 2 GiB driver.
+CACHE_LEVEL = StorageLevel.DISK_ONLY
 EVENT_COLUMNS = ("run", "key", "tag", "value", "offset", "index", "invoke_index", "type",
                  "process", "pos", "session", "node", "epoch", "committed")
 
@@ -78,7 +82,7 @@ def build_events(spark: SparkSession, run_dirs: list[str], partitions: int | Non
                               -(-input_rows(run_dirs) // ROWS_PER_PARTITION))
     events = (send_events.unionByName(read_events).unionByName(record_events)
               .repartition(width, "run", "key")
-              .persist(StorageLevel.MEMORY_AND_DISK))
+              .persist(CACHE_LEVEL))
     return events, replicas
 
 
@@ -105,7 +109,7 @@ def value_facts(events: DataFrame) -> DataFrame:
         F.max(F.when((F.col("tag") == "send") & (F.col("type") == "fail"), F.col("index")))
         .alias("fail_index"),
         F.max((F.col("tag") == "record").cast("int")).alias("held"))
-        .persist(StorageLevel.MEMORY_AND_DISK))
+        .persist(CACHE_LEVEL))
 
 
 def offset_facts(events: DataFrame) -> DataFrame:
@@ -118,7 +122,7 @@ def offset_facts(events: DataFrame) -> DataFrame:
         F.min(committed).alias("min_committed"),
         F.max(committed).alias("max_committed"),
         F.max((F.col("tag") == "record").cast("int")).alias("held"))
-        .persist(StorageLevel.MEMORY_AND_DISK))
+        .persist(CACHE_LEVEL))
 
 
 SORT_COLUMNS = ("a", "b", "c", "d", "t")

@@ -11,9 +11,7 @@ which is hash-partitioned by (run, key), so none of them shuffles again:
   read its rank among known offsets, then lag over (run, key, session) by
   (index, pos) compares consecutive reads (poll-skip, nonmonotonic-poll);
   lag over (run, key, process) by completion index (nonmonotonic-send); a
-  running min of completion index over (run, key) from the highest offset
-  down (realtime-order: a send is late if some higher offset completed
-  before it was invoked).
+  running max over (run, key) by history index (realtime-order).
 
 `flags` returns the anomaly rows of every kind in one shape, so the caller
 runs a single job for all kinds (job start-up dominates small runs on two
@@ -100,16 +98,21 @@ def _nonmonotonic_sends(events):
 
 
 def _realtime_order(events):
-    """Witness per send: the earliest completion among strictly higher offsets of its key."""
-    higher = (Window.partitionBy("run", "key").orderBy(-F.col("offset"))
-              .rangeBetween(Window.unboundedPreceding, -1))
-    witness = F.min(F.struct(F.col("index").alias("i"), F.col("offset").alias("o"))).over(higher)
-    late = (acked(events).withColumn("w", witness)
-            .where(F.col("w.i") < F.col("invoke_index")))
+    sends = acked(events)
+    completions = sends.select("run", "key", "offset", "value", F.col("index").alias("at"),
+                               F.lit(1).alias("is_completion"))
+    invocations = sends.select("run", "key", "offset", "value",
+                               F.col("invoke_index").alias("at"), F.lit(0).alias("is_completion"))
+    so_far = (Window.partitionBy("run", "key").orderBy("at", "is_completion")
+              .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    best = F.max(F.when(F.col("is_completion") == 1,
+                        F.struct(F.col("offset").alias("o"), F.col("at").alias("i")))).over(so_far)
+    late = (completions.unionByName(invocations).withColumn("best", best)
+            .where((F.col("is_completion") == 0) & (F.col("best.o") > F.col("offset"))))
     return flag(late, "realtime-order",
-                ["key", "value", "offset", F.col("w.o").alias("earlier_offset"),
-                 F.col("w.i").alias("earlier_index"), F.col("invoke_index").alias("at")],
-                {"a": F.col("key"), "b": F.col("invoke_index")})
+                ["key", "value", "offset", F.col("best.o").alias("earlier_offset"),
+                 F.col("best.i").alias("earlier_index"), "at"],
+                {"a": F.col("key"), "b": F.col("at")})
 
 
 def results(spark: SparkSession, events: DataFrame, top: dict, runs: list[str]) -> dict[str, dict]:
