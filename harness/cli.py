@@ -164,24 +164,49 @@ def report(store: Path = typer.Argument(..., help="a run directory")):
     typer.echo(str(build(str(path))))
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def bench(ctx: typer.Context):
-    """Checker benchmarks (checkers.bench.run_bench)."""
+@app.command()
+def bench(
+    sizes: str = typer.Option("1000000,10000000", help="comma list of history sizes (ops)"),
+    keys: int = typer.Option(1000, help="keys (partitions) of the synthetic histories"),
+    out: Path = typer.Option(Path("bench/out"), help="where the synthetic Parquet data goes"),
+    master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
+    local_max_ops: int = typer.Option(1_000_000, help="largest size also timed in-process"),
+    inject: int = typer.Option(1, help="anomalies of each type injected per size"),
+    seed: int = typer.Option(0, help="seed of the generator"),
+):
+    """Checker benchmark: synthetic histories and dumps, both drivers timed against a same-run baseline."""
     run_bench = _entry("checkers.bench", "run_bench")
-    kwargs = {}
-    args = list(ctx.args)
-    while args:
-        k = args.pop(0)
-        if not k.startswith("--") or not args:
-            fail(f"bench: expected --name value pairs, got {k!r}")
-        v = args.pop(0)
-        try:
-            v = json.loads(v)
-        except ValueError:
-            pass
-        kwargs[k[2:].replace("-", "_")] = v
-    res = run_bench(**kwargs)
+    try:
+        size_list = [int(x) for x in sizes.split(",") if x.strip()]
+    except ValueError:
+        fail(f"--sizes {sizes!r}: give whole numbers separated by commas, e.g. 1000000,10000000")
+    try:
+        res = run_bench(sizes=size_list, keys=keys, out_dir=str(out), master=master,
+                        local_max_ops=local_max_ops, inject=inject, seed=seed)
+    except ValueError as e:
+        fail(str(e))
     typer.echo(json.dumps(res, indent=2, default=str))
+
+
+@app.command()
+def campaign(
+    root: Path = typer.Argument(..., help="a store root; every run directory below it is checked"),
+    master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
+):
+    """Check every run under a store root in one Spark job (writes each results.json)."""
+    check_campaign = _entry("checkers.store", "check_campaign")
+    if not root.is_dir():
+        fail(f"{root} is not a directory; give a store root such as ./store")
+    runs = sorted({str(p.parent) for p in root.rglob("history.jsonl") if "latest" not in p.parts})
+    if not runs:
+        fail(f"no runs (history.jsonl) under {root}; give the folder that `harness run --store` wrote")
+    results = check_campaign(runs, master=master, skip_bad=True)
+    worst = 0
+    for run, res in sorted(results.items()):
+        code = {True: 0, False: 1}.get(res.get("valid"), 2)
+        worst = max(worst, code)
+        typer.echo(f"{['valid', 'INVALID', 'unknown'][code]:8} {run}")
+    raise typer.Exit(worst)
 
 
 @app.command()
