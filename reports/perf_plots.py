@@ -6,6 +6,8 @@ anomaly-referenced op) so that a million-op history still gives a small page.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.ticker import FuncFormatter
@@ -55,12 +57,23 @@ def latency_plot(ops: list[Op], faults: list[Fault]) -> str | None:
         _quantile_lines(ax, client)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        # Minor log ticks would otherwise print raw mathtext (text.parse_math is off):
+        # label 2x and 5x each decade plainly, leave the rest blank.
+        ax.yaxis.set_minor_formatter(FuncFormatter(_two_and_five))
         ax.set_xlabel("time since test start (s)")
         ax.set_ylabel("latency (ms)")
         ax.set_title(f"Latency of {len(client):,} client ops"
                      + (f" ({len(shown):,} points drawn)" if len(shown) < len(client) else ""))
         outside_legend(fig, ax)
         return to_data_uri(fig)
+
+
+def _two_and_five(value: float, _pos) -> str:
+    """Minor-tick label on a log axis: only 2 and 5 times a power of ten."""
+    if value <= 0:
+        return ""
+    leading = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}" if round(leading, 6) in (2.0, 5.0) else ""
 
 
 def _quantile_lines(ax, client: list[Op], buckets: int = 60) -> None:

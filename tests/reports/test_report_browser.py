@@ -41,10 +41,14 @@ def _reported_types(results: dict) -> int:
 
 
 @pytest.fixture(scope="module")
-def built(lossy_report, valid_report):
-    """(name, report, expected validity): the synthetic runs, then REPORT_STORES."""
+def built(lossy_report, valid_report, hw_data_loss_runs):
+    """(name, report, expected validity): the synthetic runs, the real
+    hw-data-loss runs in eras hw (lost writes) and epoch (valid), then REPORT_STORES."""
+    scenario = [(f"real-hw-data-loss-{era}", Path(reports.build_report(store)), valid)
+                for era, valid in (("hw", False), ("epoch", True))
+                for store in [hw_data_loss_runs[era][1]]]
     real = [(f"real-{i}", Path(reports.build_report(p)), None) for i, p in enumerate(extra_stores())]
-    return [("hw-lossy", lossy_report, False), ("epoch-valid", valid_report, True)] + real
+    return [("hw-lossy", lossy_report, False), ("epoch-valid", valid_report, True)] + scenario + real
 
 
 def test_reports_render_without_errors(browser, built, screenshot_dir):

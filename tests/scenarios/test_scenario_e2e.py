@@ -43,11 +43,9 @@ def run_dir(out: subprocess.CompletedProcess) -> Path:
 
 
 @pytest.mark.parametrize("era,code", [("hw", 1), ("epoch", 0)])
-def test_hw_data_loss(tmp_path, era, code):
-    out = harness(tmp_path, "hw-data-loss", "--era", era, "--store", tmp_path / "store",
-                  "--subnet", "10.215.1.0/24")
+def test_hw_data_loss(hw_data_loss_runs, era, code):
+    out, store = hw_data_loss_runs[era]
     assert out.returncode == code, out.stderr[-3000:]
-    store = run_dir(out)
     for name in ("test.json", "history.jsonl", "samples.jsonl", "results.json", "scenario.json"):
         assert (store / name).is_file(), name
     assert (store / "nodes" / "n1" / "dump.json").is_file() and (store / "nodes" / "n2" / "broker.log").is_file()
