@@ -123,6 +123,14 @@ class Step(_Strict):
         return f"step {self.index} ({self.action}{' ' + self.id if self.id else ''})"
 
 
+def known_anomalies(names: list[str]) -> list[str]:
+    """Validator: every name must be an anomaly type some checker reports."""
+    for a in names:
+        if a not in ANOMALIES:
+            raise ValueError(f"unknown anomaly {a!r} (known: {', '.join(ANOMALIES)})")
+    return names
+
+
 class Expectation(_Strict):
     valid: bool | Literal["unknown"]
     anomalies: list[str] = Field(default_factory=list)  # must all be found (forbidden ones)
@@ -130,10 +138,7 @@ class Expectation(_Strict):
     @field_validator("anomalies")
     @classmethod
     def _known(cls, v):
-        for a in v:
-            if a not in ANOMALIES:
-                raise ValueError(f"unknown anomaly {a!r} (known: {', '.join(ANOMALIES)})")
-        return v
+        return known_anomalies(v)
 
 
 class Truncation(_Strict):
@@ -185,10 +190,7 @@ class Scenario(_Strict):
     @field_validator("allowed_anomalies")
     @classmethod
     def _known(cls, v):
-        for a in v:
-            if a not in ANOMALIES:
-                raise ValueError(f"unknown anomaly {a!r} (known: {', '.join(ANOMALIES)})")
-        return v
+        return known_anomalies(v)
 
     @model_validator(mode="after")
     def _resolve(self):
