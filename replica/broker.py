@@ -8,18 +8,16 @@ hands them to the core, and carries out the core's disk actions.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
 from typing import Any
 
 from . import config as cfg
-from . import protocol as P
 from . import storage as S
 from .core import actions as A
 from .core.broker import HW_CHECKPOINT, BrokerCore
-from .shell import Shell, parse_address
+from .shell import Shell, parse_address, process_arguments
 
 
 class BrokerShell(Shell):
@@ -97,14 +95,9 @@ class BrokerShell(Shell):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python3 -m replica.broker")
+    parser = process_arguments("python3 -m replica.broker")
     parser.add_argument("--id", type=int, required=True)
-    parser.add_argument("--listen", required=True)
     parser.add_argument("--controller", required=True)
-    parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--era", choices=P.ERAS, required=True)
-    parser.add_argument("--config")
-    parser.add_argument("--set", action="append", default=[])
     return parser.parse_args(argv)
 
 

@@ -7,7 +7,6 @@ A thin shell around ``ControllerCore``; its metadata (our ZooKeeper) is kept in
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -15,10 +14,9 @@ import sys
 from typing import Any
 
 from . import config as cfg
-from . import protocol as P
 from .core import actions as A
 from .core.controller import ControllerCore
-from .shell import Shell, parse_address
+from .shell import Shell, parse_address, process_arguments
 
 STATE_FILE = "controller-state.json"
 
@@ -55,13 +53,7 @@ class ControllerShell(Shell):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python3 -m replica.controller")
-    parser.add_argument("--listen", required=True)
-    parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--era", choices=P.ERAS, required=True)
-    parser.add_argument("--config")
-    parser.add_argument("--set", action="append", default=[])
-    return parser.parse_args(argv)
+    return process_arguments("python3 -m replica.controller").parse_args(argv)
 
 
 async def amain(args) -> int:

@@ -12,6 +12,7 @@ closed.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
 import sys
@@ -34,6 +35,18 @@ def now_ms() -> int:
 def log_line(name: str, text: str) -> None:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
     print(f"{stamp} {name} {text}", file=sys.stderr, flush=True)
+
+
+def process_arguments(prog: str) -> argparse.ArgumentParser:
+    """The command-line options every replica process takes (docs/interfaces.md);
+    each process adds its own (the broker: --id, --controller)."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--listen", required=True)
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--era", choices=P.ERAS, required=True)
+    parser.add_argument("--config")
+    parser.add_argument("--set", action="append", default=[])
+    return parser
 
 
 def parse_address(text: str, what: str) -> tuple[str, int]:

@@ -17,6 +17,7 @@ it only together with every backend.
 """
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -120,3 +121,21 @@ class ClusterSpec:
     nodes: int = 3
     subnet: str = "10.210.0.0/24"
     extra: dict = field(default_factory=dict)  # backend-specific options
+
+
+def address_plan(subnet: str, nodes: int, example: str) -> tuple[str, dict[str, str]]:
+    """The host addresses every backend uses in its subnet: (first address,
+    {ctl: second, n<i>: tenth + i}). The first address is the harness side
+    (the client namespace on netns, the bridge gateway on docker). A bad or
+    too small subnet is a ClusterError that suggests `example`."""
+    try:
+        net = ipaddress.ip_network(subnet, strict=False)
+    except ValueError as e:
+        raise ClusterError(f"--subnet {subnet!r} is not a network ({e}); use e.g. {example}") from None
+    if net.version != 4 or net.num_addresses < 16 + nodes:
+        raise ClusterError(f"--subnet {subnet} is too small; use an IPv4 /27 or larger, e.g. {example}")
+    base = net.network_address
+    out = {CONTROLLER: str(base + 2)}
+    for i, name in enumerate(broker_names(nodes), start=1):
+        out[name] = str(base + 10 + i)
+    return str(base + 1), out

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import paramiko
 
 from harness.cleanup import RunRecord, _proc_start_time, pid_alive
-from harness.cluster.base import CONTROLLER, ClusterError, HostLayout, broker_names
+from harness.cluster.base import ClusterError, HostLayout, address_plan
 from harness.cluster.ssh import SshHosts
 from harness.remote.ssh import (GeneratedEd25519Key, SshRemote, SshUnreachable, new_ed25519_key,
                                  public_line)
@@ -63,19 +63,9 @@ def docker_client(base_url: str | None = None):
 
 
 def host_addresses(subnet: str, nodes: int) -> tuple[str, dict[str, str]]:
-    """(gateway, {host: ip}): gateway = first address (the harness side of
-    the bridge), ctl = second, n<i> = tenth + i, as on netns."""
-    try:
-        net = ipaddress.ip_network(subnet, strict=False)
-    except ValueError as e:
-        raise ClusterError(f"--subnet {subnet!r} is not a network ({e}); use e.g. {DEFAULT_SUBNET}") from None
-    if net.version != 4 or net.num_addresses < 16 + nodes:
-        raise ClusterError(f"--subnet {subnet} is too small; use an IPv4 /27 or larger, e.g. {DEFAULT_SUBNET}")
-    base = net.network_address
-    out = {CONTROLLER: str(base + 2)}
-    for i, name in enumerate(broker_names(nodes), start=1):
-        out[name] = str(base + 10 + i)
-    return str(base + 1), out
+    """(gateway, {host: ip}): the harness side of the bridge is the first
+    address; the hosts as on netns (base.address_plan)."""
+    return address_plan(subnet, nodes, DEFAULT_SUBNET)
 
 
 class DockerCluster(SshHosts):

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from harness.cleanup import RunRecord, release
-from harness.cluster.base import CONTROLLER, ClusterError, HostLayout, broker_names
+from harness.cluster.base import ClusterError, HostLayout, address_plan
 from harness.remote.local import LocalRemote
 
 CLIENT_HOST = "cl"
@@ -31,18 +31,9 @@ def require_root() -> None:
 
 
 def host_addresses(subnet: str, nodes: int) -> dict[str, str]:
-    """cl = first host address, ctl = second, n<i> = tenth + i."""
-    try:
-        net = ipaddress.ip_network(subnet, strict=False)
-    except ValueError as e:
-        raise ClusterError(f"--subnet {subnet!r} is not a network ({e}); use e.g. 10.210.0.0/24") from None
-    if net.version != 4 or net.num_addresses < 16 + nodes:
-        raise ClusterError(f"--subnet {subnet} is too small; use an IPv4 /27 or larger, e.g. 10.210.0.0/24")
-    base = net.network_address
-    out = {CLIENT_HOST: str(base + 1), CONTROLLER: str(base + 2)}
-    for i, name in enumerate(broker_names(nodes), start=1):
-        out[name] = str(base + 10 + i)
-    return out
+    """cl = first host address, ctl = second, n<i> = tenth + i (base.address_plan)."""
+    client, hosts = address_plan(subnet, nodes, "10.210.0.0/24")
+    return {CLIENT_HOST: client, **hosts}
 
 
 def _ip(*args: str) -> None:
