@@ -12,23 +12,30 @@ A line that cannot be read raises :class:`HistoryError` whose message starts
 with ``file:line:`` and says what was expected, so the CLI can print one line
 and exit 2.  One exception: a JSONL last line without its newline that is not
 JSON is what a harness killed mid-write leaves; it is skipped with a warning
-(the op it held is lost either way) so the rest stays checkable.  EDN is parsed with the ``edn_format`` package; a small bracket
-scanner only finds where each top-level op starts, so errors can name a line.
+(the op it held is lost either way) so the rest stays checkable.
+
+JSONL can also be streamed: :func:`iter_jsonl` yields the ops one at a time
+(for 10M-op histories headed for Parquet) and says afterwards whether it
+skipped a cut-off last line; :func:`read_history` is its list.  EDN is parsed
+with the ``edn_format`` package; a small bracket scanner only finds where each
+top-level op starts, so errors can name a line.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
+import gc
 import json
 import logging
 import os
-import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Iterable
+
+import orjson
 
 OP_TYPES = ("invoke", "ok", "fail", "info")
 log = logging.getLogger(__name__)
-_INT_KEY = re.compile(r"-?\d+\Z")
 
 
 class HistoryError(ValueError):
@@ -44,11 +51,10 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _normalize_op(raw: Any, where: str, position: int) -> dict:
-    """Check one decoded op and return it as a plain dict (or raise)."""
-    if not isinstance(raw, dict):
-        raise HistoryError(f"{where}: expected an op map with :type, :process and :f; got {_describe(raw)}")
-    op = dict(raw)
+def _check_op(op: Any, where: str) -> None:
+    """Raise HistoryError naming the first thing wrong with a decoded op, if any."""
+    if not isinstance(op, dict):
+        raise HistoryError(f"{where}: expected an op map with :type, :process and :f; got {_describe(op)}")
     missing = [k for k in ("type", "f") if k not in op]
     if missing:
         raise HistoryError(f"{where}: expected an op with keys type, process and f; missing {', '.join(missing)}")
@@ -59,6 +65,12 @@ def _normalize_op(raw: Any, where: str, position: int) -> dict:
     process = op.get("process")
     if process is None or isinstance(process, bool) or not isinstance(process, (int, str)):
         raise HistoryError(f"{where}: expected process to be an integer or a name like nemesis; got {_describe(process)}")
+
+
+def _normalize_op(raw: Any, where: str, position: int) -> dict:
+    """Check one decoded op and return it as a plain dict (or raise)."""
+    _check_op(raw, where)
+    op = dict(raw)
     op.setdefault("value", None)
     op.setdefault("index", position)
     return op
@@ -68,33 +80,102 @@ def _normalize_op(raw: Any, where: str, position: int) -> dict:
 # JSONL
 
 
+def _int_key(key: Any) -> Any:
+    if isinstance(key, str) and (key.isdecimal() or key[:1] == "-" and key[1:].isdecimal()):
+        return int(key)
+    return key
+
+
 def _int_keys(value: Any) -> Any:
     if isinstance(value, dict):
-        return {int(k) if isinstance(k, str) and _INT_KEY.match(k) else k: v for k, v in value.items()}
+        return {_int_key(k): v for k, v in value.items()}
     return value
 
 
+class JsonlOps:
+    """The ops of one ``history.jsonl``, read lazily, one line at a time.
+
+    Why a class: a caller streaming a 10M-op history (the Spark path) never
+    holds the list, yet must learn afterwards whether a cut-off last line was
+    skipped (``truncated``), so results.json can say so. Each iteration
+    reads the file afresh.
+    Lines are decoded with orjson; a line orjson rejects is retried with the
+    standard json module, so what is accepted (NaN, big integers) and the
+    error messages are the standard library's.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = os.fspath(path)
+        self.truncated = False  # set when the iteration skipped a cut-off last line
+
+    def __iter__(self) -> Iterator[dict]:
+        path, loads, position = self.path, orjson.loads, 0
+        self.truncated = False
+        with open(path, "rb") as handle:
+            for lineno, line in enumerate(handle, 1):
+                try:
+                    op = loads(line)
+                except orjson.JSONDecodeError:
+                    op = self._slow_decode(line, lineno)
+                    if op is None:  # a blank line, or the cut-off last line
+                        continue
+                # The common shape, checked without building messages; anything
+                # else goes through _check_op for the precise error.
+                if type(op) is not dict or op.get("type") not in OP_TYPES \
+                        or type(op.get("f")) is not str \
+                        or type(op.get("process")) not in (int, str):
+                    _check_op(op, f"{path}:{lineno}")
+                if "value" not in op:
+                    op["value"] = None
+                elif op["f"] == "poll" and type(op["value"]) is dict:
+                    op["value"] = _int_keys(op["value"])
+                if "index" not in op:
+                    op["index"] = position
+                position += 1
+                yield op
+
+    def _slow_decode(self, line: bytes, lineno: int) -> Any:
+        """A line orjson refused: blank, cut off, or one only the json module reads."""
+        where = f"{self.path}:{lineno}"
+        if not line.strip():
+            return None
+        try:
+            return json.loads(line.rstrip(b"\r\n").decode("utf-8"))
+        except UnicodeDecodeError as err:
+            problem = f"not UTF-8 text at byte {err.start + 1}"
+        except json.JSONDecodeError as err:
+            problem = f"{err.msg} at column {err.colno}"
+        if not line.endswith(b"\n"):  # torn last line: the writer died mid-line
+            log.warning("%s: ignoring a torn last line (no newline, not JSON)", where)
+            self.truncated = True
+            return None
+        raise HistoryError(f"{where}: expected one JSON object per line (an op); {problem}")
+
+
+def iter_jsonl(path: str | os.PathLike) -> JsonlOps:
+    """The ops of a ``history.jsonl`` as a lazy iterable; see :class:`JsonlOps`."""
+    return JsonlOps(path)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while a big acyclic list of ops is built.
+
+    Why: every collection rescans all ops read so far, which more than
+    doubles the time to read a multi-million-op history into a list.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _read_jsonl(path: str) -> list[dict]:
-    ops: list[dict] = []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                raw = json.loads(line.rstrip("\r\n"))
-            except json.JSONDecodeError as err:
-                if not line.endswith("\n"):  # torn last line: the writer died mid-line
-                    log.warning("%s: ignoring a torn last line (no newline, not JSON)", where)
-                    break
-                raise HistoryError(
-                    f"{where}: expected one JSON object per line (an op); {err.msg} at column {err.colno}"
-                ) from None
-            op = _normalize_op(raw, where, len(ops))
-            if op["f"] == "poll":
-                op["value"] = _int_keys(op["value"])
-            ops.append(op)
-    return ops
+    with _gc_paused():
+        return list(JsonlOps(path))
 
 
 def write_jsonl(ops: Iterable[dict], path: str | os.PathLike) -> None:

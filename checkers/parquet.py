@@ -20,7 +20,7 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.flatten import Flattener, dump_rows, history_stats
+from checkers.flatten import READ_COLUMNS, Flattener, dump_rows, encode_value, history_stats
 
 CHUNK_ROWS = 500_000
 TABLES = ("sends", "reads", "records", "replicas")
@@ -55,10 +55,10 @@ class TableWriter:
             self.flush()
 
     def add_columns(self, columns: dict) -> None:
-        """Write a ready chunk given as column arrays (the bench generator's fast path)."""
+        """Write a ready chunk given as column lists or arrays (no row tuples: the fast path)."""
         self.flush()
         n = len(next(iter(columns.values())))
-        arrays = [pa.array([self.run] * n, pa.string()) if f.name == "run"
+        arrays = [self._run_column(n) if f.name == "run"
                   else _as_array(columns[f.name], f.type) for f in self.schema]
         self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
 
@@ -67,10 +67,13 @@ class TableWriter:
             return
         names = self.schema.names[1:]
         columns = list(zip(*self.buffer))
-        arrays = [pa.array([self.run] * len(self.buffer), pa.string())]
+        arrays = [self._run_column(len(self.buffer))]
         arrays += [pa.array(col, self.schema.field(name).type) for name, col in zip(names, columns)]
         self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
         self.buffer.clear()
+
+    def _run_column(self, n: int) -> pa.Array:
+        return pa.repeat(pa.scalar(self.run, pa.string()), n)
 
     def close(self) -> None:
         self.flush()
@@ -83,26 +86,68 @@ def _as_array(values, kind: pa.DataType) -> pa.Array:
     return pa.array(values, kind)
 
 
-def open_writers(out_dir: str, run: str, tables=TABLES) -> dict[str, TableWriter]:
+def open_writers(out_dir: str, run: str, tables=TABLES,
+                 chunk_rows: int = CHUNK_ROWS) -> dict[str, TableWriter]:
     os.makedirs(out_dir, exist_ok=True)
-    return {t: TableWriter(os.path.join(out_dir, f"{t}.parquet"), t, run) for t in tables}
+    return {t: TableWriter(os.path.join(out_dir, f"{t}.parquet"), t, run, chunk_rows)
+            for t in tables}
 
 
-def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict]) -> dict:
+class _ColumnFlattener(Flattener):
+    """Flattener whose read rows go straight into column lists, ready for pyarrow.
+
+    Why: a poll's read rows are most rows of a big history; building a tuple
+    per row and transposing them again costs more than reading the JSON. The
+    rows are those of `Flattener._poll`, in the same order, with
+    `encode_value`'s text (an int's canonical JSON is its `str`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = {name: [] for name in READ_COLUMNS}
+
+    def _poll(self, op, process, index) -> list[tuple]:
+        session = self.session_of(process)
+        reads = self.reads
+        polled = op.get("value") or {}
+        for key in sorted(polled, key=int):
+            pairs = polled[key]
+            n = len(pairs)
+            reads["offset"].extend([int(offset) for offset, _ in pairs])
+            reads["value"].extend([str(v) if type(v) is int else encode_value(v) for _, v in pairs])
+            reads["key"].extend([int(key)] * n)
+            reads["process"].extend([process] * n)
+            reads["index"].extend([index] * n)
+            reads["pos"].extend(range(n))
+            reads["session"].extend([session] * n)
+        return []
+
+    def take_reads(self) -> dict:
+        reads, self.reads = self.reads, {name: [] for name in READ_COLUMNS}
+        return reads
+
+
+def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict],
+              chunk_rows: int = CHUNK_ROWS) -> dict:
     """Stream a history (any iterable of ops) and dumps into one run's Parquet dir.
 
-    Returns the history stats (op counts by type).
+    Memory stays flat: ops are consumed one at a time and rows leave in
+    chunks of CHUNK_ROWS. Returns the history stats (op counts by type).
     """
-    writers = open_writers(out_dir, run)
-    flattener = Flattener()
+    writers = open_writers(out_dir, run, chunk_rows=chunk_rows)
+    flattener = _ColumnFlattener()
+    feed, sends_out, pending_reads = flattener.feed, writers["sends"], flattener.reads["key"]
     try:
         for op in ops:
-            sends, reads = flattener.feed(op)
+            sends, _ = feed(op)
             if sends:
-                writers["sends"].add(sends)
-            if reads:
-                writers["reads"].add(reads)
-        writers["sends"].add(flattener.finish())
+                sends_out.add(sends)
+            if len(pending_reads) >= chunk_rows:
+                writers["reads"].add_columns(flattener.take_reads())
+                pending_reads = flattener.reads["key"]
+        if pending_reads:
+            writers["reads"].add_columns(flattener.take_reads())
+        sends_out.add(flattener.finish())
         for node in sorted(dumps):
             records, replicas = dump_rows(node, dumps[node])
             writers["records"].add(records)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import shutil
 
 from checkers import log_anomalies, replica_diff
 from checkers.flatten import flatten, flatten_dumps
-from checkers.history import HistoryError, read_history
+from checkers.history import HistoryError, iter_jsonl
 
 HISTORY = "history.jsonl"
 BROKER_NODE = re.compile(r"n\d+\Z")
@@ -37,9 +37,10 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
         return check_campaign([store_dir], master=master)[store_dir]
     if engine != "local":
         raise StoreError(f"unknown engine {engine!r}: use --engine local or --engine spark")
-    ops, truncated = read_store_history(store_dir)
+    history = iter_jsonl(history_path(store_dir))
+    sends, reads, stats = flatten(history)  # streamed: no list of all ops
+    truncated = history.truncated
     dumps, missing = read_dumps(store_dir)
-    sends, reads, stats = flatten(ops)
     records, replicas = flatten_dumps(dumps)
     checkers = {
         "log": log_anomalies.check_flat(sends, reads),
@@ -74,35 +75,20 @@ def combine(verdicts) -> bool | str:
     return True
 
 
-def read_store_history(store_dir: str) -> tuple[list[dict], bool]:
-    """-> (ops, whether a cut-off last line was dropped)."""
+def history_path(store_dir: str) -> str:
+    """The store's history.jsonl, or StoreError if the store has none."""
     path = os.path.join(store_dir, HISTORY)
     if not os.path.exists(path):
         raise StoreError(f"{path}: no history in this store; pass the store dir of a run "
                          f"(store/<test>/<time>/)")
-    with open(path, "rb") as handle:
-        data = handle.read()
-    lines = data.split(b"\n")
-    last = lines[-1] if lines[-1].strip() else b""
-    if not last or _parses(last):
-        return read_history(path), False
-    # The harness died mid-write: read everything before the cut-off line.
-    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as tmp:
-        tmp.write(b"\n".join(lines[:-1]) + b"\n")
-    try:
-        return read_history(tmp.name), True
-    except HistoryError as err:
-        raise HistoryError(str(err).replace(tmp.name, path)) from None
-    finally:
-        os.unlink(tmp.name)
+    return path
 
 
-def _parses(line: bytes) -> bool:
-    try:
-        json.loads(line)
-        return True
-    except ValueError:
-        return False
+def read_store_history(store_dir: str) -> tuple[list[dict], bool]:
+    """-> (ops, whether a cut-off last line was dropped)."""
+    reader = iter_jsonl(history_path(store_dir))
+    ops = list(reader)
+    return ops, reader.truncated
 
 
 def read_dumps(store_dir: str) -> tuple[dict[str, dict], list[str]]:
@@ -134,13 +120,16 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     With skip_bad, a store without a readable history gets results
     {"valid": "unknown", "error": ...} instead of stopping the campaign.
     """
-    from checkers import parquet
     from checkers.spark_check import check_runs
 
     prepared, out = {}, {}
     for store_dir in store_dirs:
+        run = os.path.abspath(store_dir)
+        out_dir = os.path.join(store_dir, "parquet")
         try:
-            ops, truncated = read_store_history(store_dir)
+            history = iter_jsonl(history_path(store_dir))
+            dumps, missing = read_dumps(store_dir)
+            stats = write_parquet(out_dir, run, history, dumps)
         except (StoreError, HistoryError) as err:
             if not skip_bad:
                 raise
@@ -148,11 +137,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
             if os.path.isdir(store_dir):
                 write_results(store_dir, out[store_dir])
             continue
-        dumps, missing = read_dumps(store_dir)
-        run = os.path.abspath(store_dir)
-        out_dir = os.path.join(store_dir, "parquet")
-        stats = parquet.write_run(out_dir, run, ops, dumps)
-        prepared[run] = (store_dir, out_dir, stats, truncated, missing)
+        prepared[run] = (store_dir, out_dir, stats, history.truncated, missing)
     runs = list(prepared)
     if not runs:
         return out
@@ -163,6 +148,21 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
         write_results(store_dir, results)
         out[store_dir] = results
     return out
+
+
+def write_parquet(out_dir: str, run: str, history, dumps: dict) -> dict:
+    """Stream the history into `out_dir` (memory stays flat); -> history stats.
+
+    A bad line found midway removes the tables written so far, so no half run
+    is left to be read later.
+    """
+    from checkers import parquet
+
+    try:
+        return parquet.write_run(out_dir, run, history, dumps)
+    except HistoryError:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
 
 
 def write_results(store_dir: str, results: dict) -> None:
