@@ -103,6 +103,7 @@ def generate(out_dir: str, ops: int, keys: int, inject: int = 0, seed: int = 0,
     sizes = dict.fromkeys(SCHEMAS, 0)
     ends = np.zeros(keys, np.int64)   # next offset per key
     read_to = np.zeros(keys, np.int64)  # next offset the main consumer of a key reads
+    read_seq = np.zeros(keys, np.int64)  # reads of each key's main stream so far
     swapped = set()
     for start in range(0, ops, chunk_ops):
         n = min(chunk_ops, ops - start)
@@ -129,7 +130,7 @@ def generate(out_dir: str, ops: int, keys: int, inject: int = 0, seed: int = 0,
         polls = ~is_send
         poll_j, poll_key, poll_end = j[polls], key[polls], offset[polls]
         sizes["reads"] += _write_main_reads(writers["reads"], plan, poll_j, poll_key, poll_end,
-                                            read_to)
+                                            read_to, read_seq)
     extra = _write_unseen_sends(writers["sends"], plan, ends, ops)
     sizes["sends"] += extra
     sizes["reads"] += _write_final_reads(writers["reads"], plan, ends, ops)
@@ -190,7 +191,18 @@ def _swap_once(k, key, kind, offset, value, process, same_process, swapped) -> N
             by_process[process[r]] = r
 
 
-def _write_main_reads(writer, plan, poll_j, poll_key, poll_end, read_to) -> int:
+def stream_positions(key, index, pos, before) -> np.ndarray:
+    """seq of each read: its position in its key's stream by (index, pos), after `before[key]`."""
+    order = np.lexsort((pos, index, key))
+    sorted_keys = key[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_keys)) + 1]
+    within = np.arange(len(key)) - np.repeat(starts, np.diff(np.r_[starts, len(key)]))
+    seq = np.empty(len(key), np.int64)
+    seq[order] = before[sorted_keys] + within
+    return seq
+
+
+def _write_main_reads(writer, plan, poll_j, poll_key, poll_end, read_to, read_seq) -> int:
     # Polls in op order; a poll reads from where the previous poll of its key stopped.
     order = np.lexsort((poll_j, poll_key))
     pj, pk, pe = poll_j[order], poll_key[order], poll_end[order]
@@ -228,10 +240,12 @@ def _write_main_reads(writer, plan, poll_j, poll_key, poll_end, read_to) -> int:
         key, offset, index = np.r_[key, ek], np.r_[offset, eo], np.r_[index, ei]
         within, value = np.r_[within, ew], np.r_[value, values_of(ek, eo)]
     consumer = key % CONSUMERS
+    seq = stream_positions(key, index, within, read_seq)
+    read_seq += np.bincount(key, minlength=len(read_seq))
     writer.add_columns({
         "key": key, "offset": offset, "value": as_text(value),
         "process": np.char.add("c", consumer.astype(str)), "index": index,
-        "pos": within.astype(np.int32), "session": consumer})
+        "pos": within.astype(np.int32), "session": consumer, "seq": seq})
     return len(key)
 
 
@@ -284,7 +298,8 @@ def _write_final_reads(writer, plan, ends, ops) -> int:
             "key": key, "offset": offset, "value": as_text(value),
             "process": np.char.add("f", (key % CONSUMERS).astype(str)),
             "index": final_base + 2 + 2 * key, "pos": offset.astype(np.int32),
-            "session": CONSUMERS + key % CONSUMERS})
+            "session": CONSUMERS + key % CONSUMERS,
+            "seq": stream_positions(key, key, offset, np.zeros(hi, np.int64))})
         written += len(key)
     return written
 
@@ -377,7 +392,7 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
     """
     from checkers import log_anomalies, replica_diff
     from checkers.spark_check import check_runs
-    from checkers.spark_events import read_table
+    from checkers.spark_tables import read_table
     from checkers.spark_session import spark_session
 
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))

@@ -8,8 +8,12 @@ runs can simply be read together.
 
 Layout of one run's Parquet dir (by default `<store>/parquet/`):
 `sends.parquet`, `reads.parquet`, `records.parquet`, `replicas.parquet`,
-columns as in `checkers.flatten` plus `run` first. Writers are chunked: rows
-go out in row groups of CHUNK_ROWS, so memory stays flat for any history size.
+columns as in `checkers.flatten` plus `run` first, and in `reads` one more
+column, `seq`: the read's position in its (session, key) stream (0, 1, 2...
+in history order), which lets the Spark poll-order check clear a whole
+stream with one aggregation (offset - seq constant) instead of sorting it.
+Writers are chunked: rows go out in row groups of CHUNK_ROWS, so memory
+stays flat for any history size.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ SCHEMAS = {
                         ("invoke_index", pa.int64()), ("complete_index", pa.int64())]),
     "reads": pa.schema([("run", pa.string()), ("key", pa.int64()), ("offset", pa.int64()),
                         ("value", pa.string()), ("process", pa.string()), ("index", pa.int64()),
-                        ("pos", pa.int32()), ("session", pa.int64())]),
+                        ("pos", pa.int32()), ("session", pa.int64()), ("seq", pa.int64())]),
     "records": pa.schema([("run", pa.string()), ("node", pa.string()), ("key", pa.int64()),
                           ("offset", pa.int64()), ("epoch", pa.int64()), ("value", pa.string())]),
     "replicas": pa.schema([("run", pa.string()), ("node", pa.string()), ("key", pa.int64()),
@@ -104,7 +108,12 @@ class _ColumnFlattener(Flattener):
 
     def __init__(self) -> None:
         super().__init__()
-        self.reads = {name: [] for name in READ_COLUMNS}
+        self.reads = self._columns()
+        self.stream_lengths: dict[tuple, int] = {}  # (session, key) -> reads so far
+
+    @staticmethod
+    def _columns() -> dict:
+        return {name: [] for name in READ_COLUMNS + ("seq",)}
 
     def _poll(self, op, process, index) -> list[tuple]:
         session = self.session_of(process)
@@ -120,10 +129,14 @@ class _ColumnFlattener(Flattener):
             reads["index"].extend([index] * n)
             reads["pos"].extend(range(n))
             reads["session"].extend([session] * n)
+            stream = (session, int(key))
+            first = self.stream_lengths.get(stream, 0)
+            reads["seq"].extend(range(first, first + n))
+            self.stream_lengths[stream] = first + n
         return []
 
     def take_reads(self) -> dict:
-        reads, self.reads = self.reads, {name: [] for name in READ_COLUMNS}
+        reads, self.reads = self.reads, self._columns()
         return reads
 
 

@@ -1,195 +1,241 @@
 """The log-anomaly checker as Spark DataFrame jobs (no Python UDFs).
 
 Same definitions, counts and examples as `checkers.log_anomalies` (see its
-docstring); a test holds the two to identical output. Every check is a
-DataFrame expression over the events table of `checkers.spark_events`,
-which is hash-partitioned by (run, key), so none of them shuffles again:
+docstring); a test holds the two to identical output. Every check reads the
+tables of `checkers.spark_tables`, all partitioned by k (run, key), so none
+of them shuffles again:
 
-- set checks (duplicate, aborted-read, lost-write, unseen) read the per-value
-  aggregate `value_facts`; inconsistent-offsets reads `offset_facts`;
-- order checks are windows: dense_rank over (run, key) by offset gives each
-  read its rank among known offsets, then lag over (run, key, session) by
-  (index, pos) compares consecutive reads (poll-skip, nonmonotonic-poll);
-  lag over (run, key, process) by completion index (nonmonotonic-send); a
-  running max over (run, key) by history index (realtime-order).
+- set checks read the cached per-value facts V (duplicate, aborted-read,
+  lost-write, unseen) and per-offset facts O (inconsistent-offsets);
+- poll order: streams (k, session) whose offset - seq is constant read
+  consecutive offsets in order and are cleared by one aggregation; in the
+  others, lag over (k, session) by (index, pos) pairs consecutive reads.
+  A pair one offset apart has delta 1 (both offsets are known), so only the
+  other pairs need ranks; on a key whose known offsets are contiguous the
+  rank of an offset is its distance from the lowest, and only keys with gaps
+  rank their known offsets with a window;
+- send order: one pass over the acknowledged sends with two windows: lag
+  over (k, process) by completion (nonmonotonic-send), and the earliest
+  completion among sends with a higher offset (realtime-order: B is late iff
+  some A with a higher offset completed before B was invoked).
 
-`flags` returns the anomaly rows of every kind in one shape, so the caller
-runs a single job for all kinds (job start-up dominates small runs on two
-cores). Only counts and the first MAX_EXAMPLES rows per kind and run reach
-the Python driver; the sorted value/index sets of those few examples come
-from a broadcast join of the collected rows (`examples`).
+`flags` returns the findings of every kind in one shape, so the caller runs
+a single job for all kinds. Only counts and the first MAX_EXAMPLES rows per
+kind and run reach the Python driver; what those examples list besides comes
+from `checkers.spark_details`.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.flatten import decode_value
-from checkers.log_anomalies import ANOMALIES, MAX_EXAMPLES, MAX_OPS, summarize
-from checkers.spark_events import flag, is_observation
+from checkers.log_anomalies import ANOMALIES, MAX_OPS, summarize
+from checkers.spark_details import Request, lookup
+from checkers.spark_flags import flag
+from checkers.spark_tables import Tables, differs, k_of
 
-CHECKED = "_log_checked"  # pseudo-kind: one row per run that has any observation
-
-
-def acked(events: DataFrame) -> DataFrame:
-    return events.where((F.col("tag") == "send") & (F.col("type") == "ok")
-                        & F.col("offset").isNotNull())
-
-
-def flags(events: DataFrame, values: DataFrame, offsets: DataFrame) -> list[DataFrame]:
-    obs = events.where(is_observation())
-    rows = [
-        flag(values.where(F.col("min_offset").isNotNull()).select("run").distinct(), CHECKED,
-             [F.lit(1).alias("x")], {}),
-        flag(offsets.where(F.col("min_value") != F.col("max_value")), "inconsistent-offsets",
+def flags(tables: Tables) -> list[DataFrame]:
+    values, offsets = tables.values, tables.offsets
+    found = [
+        flag(offsets.where((F.col("obs") == 1) & differs("obs")), "inconsistent-offsets",
              ["key", "offset"], {"a": F.col("key"), "b": F.col("offset")}),
-        flag(values.where(F.col("min_offset") != F.col("max_offset")), "duplicate",
-             ["key", "value"], {"a": F.col("key"), "t": F.col("value")}),
-        flag(values.where(F.col("fail_index").isNotNull() & (F.col("read") == 1)), "aborted-read",
-             ["key", "value", "fail_index"], {"a": F.col("key"), "t": F.col("value")}),
+        flag(tables.with_text(values.where(F.col("min_offset") != F.col("max_offset"))),
+             "duplicate", ["key", "value", "vid", "vtext"],
+             {"a": F.col("key"), "t": F.col("value")}),
+        flag(tables.with_text(values.where(F.col("fail_index").isNotNull() & (F.col("rd") == 1))),
+             "aborted-read", ["key", "value", "vid", "vtext", "fail_index"],
+             {"a": F.col("key"), "t": F.col("value")}),
+        _lost_and_unseen(tables),
+        _poll_order(tables),
+        _send_order(tables),
     ]
-    rows += [_lost_and_unseen(events, values), _poll_order(obs), _nonmonotonic_sends(events),
-             _realtime_order(events)]
-    return rows
+    return [frame for frame in found if frame is not None]
 
 
-def _lost_and_unseen(events, values):
+def _lost_and_unseen(tables: Tables) -> DataFrame:
     """Unread acknowledged values, split by the key's highest read offset."""
-    max_read = (events.where(F.col("tag") == "read").groupBy("run", "key")
-                .agg(F.max(F.struct(F.col("offset"), (-F.col("index")).alias("neg_index")))
-                     .alias("best"))
-                .select("run", "key", F.col("best.offset").alias("max_read_offset"),
-                        (-F.col("best.neg_index")).alias("max_read_index")))
-    unread = (values.where(F.col("ack_offset").isNotNull() & (F.col("read") == 0))
-              .join(F.broadcast(max_read), ["run", "key"], "left"))
+    offsets = tables.offsets
+    highest = offsets.where(F.col("rd") == 1).groupBy("k").agg(F.max("offset").alias("offset"))
+    max_read = F.broadcast(offsets.join(highest, ["k", "offset"]).select(
+        "k", F.col("offset").alias("max_read_offset"),
+        F.col("read_index").alias("max_read_index")))
+    unread = tables.with_text(
+        tables.values.where(F.col("ack_offset").isNotNull() & (F.col("rd") == 0))
+        .join(max_read, "k", "left"))
     kind = F.when(F.col("ack_offset") <= F.col("max_read_offset"), "lost-write").otherwise("unseen")
     return flag(unread, kind,
                 ["key", "value", "ack_offset", "ack_index", "max_read_offset", "max_read_index"],
                 {"a": F.col("key"), "b": F.col("ack_offset"), "t": F.col("value")})
 
 
-def _poll_order(obs):
-    ranked = obs.withColumn(
-        "rank", F.dense_rank().over(Window.partitionBy("run", "key").orderBy("offset")))
-    stream = Window.partitionBy("run", "key", "session").orderBy("index", "pos")
-    pairs = (ranked.where(F.col("tag") == "read")
-             .withColumn("prev_rank", F.lag("rank").over(stream))
+# Suspect streams are broadcast to filter the reads before the shuffle; past
+# this many, every stream is walked (a run that broken needs no shortcut).
+SUSPECT_STREAMS_LIMIT = 100_000
+
+
+def _suspect_streams(tables: Tables) -> DataFrame | None:
+    """(k, session) streams that are not one run of consecutive offsets, or None for all.
+
+    A stream whose offset - seq is constant reads consecutive offsets in
+    order: every pair has delta 1 and nothing to report. One aggregation
+    (combined map-side) finds the rest, usually none.
+    """
+    drift = F.col("offset") - F.col("seq")
+    suspects = (tables.raw("reads").groupBy("k", "session")
+                .agg(F.min(drift).alias("lo"), F.max(drift).alias("hi"))
+                .where(F.col("lo") != F.col("hi")).select("k", "session")
+                .limit(SUSPECT_STREAMS_LIMIT + 1).collect())
+    if len(suspects) > SUSPECT_STREAMS_LIMIT:
+        return None
+    return tables.spark.createDataFrame(suspects, "k bigint, session bigint")
+
+
+def _poll_order(tables: Tables) -> DataFrame | None:
+    """Consecutive reads of suspect streams, by rank among the key's known offsets."""
+    suspects = _suspect_streams(tables)
+    if suspects is not None and suspects.isEmpty():
+        return None
+    stream = Window.partitionBy("k", "session").orderBy("index", "pos")
+    pairs = (tables.reads(suspects)
              .withColumn("prev_offset", F.lag("offset").over(stream))
              .withColumn("prev_index", F.lag("index").over(stream))
-             .where(F.col("prev_rank").isNotNull())
-             .withColumn("delta", F.col("rank") - F.col("prev_rank"))
-             .where(F.col("delta") != 1))
-    return flag(pairs, F.when(F.col("delta") > 1, "poll-skip").otherwise("nonmonotonic-poll"),
+             .where(F.col("prev_offset").isNotNull()
+                    & (F.col("offset") != F.col("prev_offset") + 1)))
+    known = tables.offsets.where(F.col("obs") == 1)
+    span = known.groupBy("k").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"),
+                                  F.count("*").alias("n"))
+    gappy = F.broadcast(span.where(F.col("n") != F.col("hi") - F.col("lo") + 1).select("k"))
+    ranks = known.join(gappy, "k").select(
+        "k", "offset", F.row_number().over(Window.partitionBy("k").orderBy("offset")).alias("rank"))
+    prev_ranks = ranks.select("k", F.col("offset").alias("prev_offset"),
+                              F.col("rank").alias("prev_rank"))
+    delta = F.coalesce(F.col("rank") - F.col("prev_rank"), F.col("offset") - F.col("prev_offset"))
+    found = (pairs.join(ranks, ["k", "offset"], "left").join(prev_ranks, ["k", "prev_offset"], "left")
+             .withColumn("delta", delta).where(F.col("delta") != 1))
+    return flag(found, F.when(F.col("delta") > 1, "poll-skip").otherwise("nonmonotonic-poll"),
                 ["key", "process", "prev_offset", "offset", "delta", "prev_index", "index"],
                 {"a": F.col("key"), "b": F.col("index"), "c": F.col("pos"), "d": F.col("session")})
 
 
-def _nonmonotonic_sends(events):
-    stream = Window.partitionBy("run", "key", "process").orderBy("index")
-    pairs = (acked(events).withColumn("prev_offset", F.lag("offset").over(stream))
-             .withColumn("prev_index", F.lag("index").over(stream))
-             .withColumn("prev_value", F.lag("value").over(stream))
-             .where(F.col("offset") <= F.col("prev_offset")))
-    return flag(pairs, "nonmonotonic-send",
-                ["key", "process", "prev_offset", "offset", "prev_value", "value", "prev_index",
-                 "index"], {"a": F.col("key"), "b": F.col("index")})
+def _send_order(tables: Tables) -> DataFrame:
+    """nonmonotonic-send and realtime-order from one pass over the acknowledged sends."""
+    by_process = Window.partitionBy("k", "process").orderBy("complete_index")
+    higher = (Window.partitionBy("k").orderBy("neg_offset")
+              .rangeBetween(Window.unboundedPreceding, -1))
+    scanned = (tables.acks()
+               .withColumn("prev_offset", F.lag("offset").over(by_process))
+               .withColumn("prev_index", F.lag("complete_index").over(by_process))
+               .withColumn("prev_vid", F.lag("vid").over(by_process))
+               .withColumn("prev_vtext", F.lag("vtext").over(by_process))
+               .withColumn("neg_offset", -F.col("offset"))
+               .withColumn("first_done_higher", F.min("complete_index").over(higher)))
+    backwards = F.col("offset") <= F.col("prev_offset")
+    late = F.col("first_done_higher") < F.col("invoke_index")
+    kinds = F.filter(F.array(F.when(backwards, F.lit("nonmonotonic-send")),
+                             F.when(late, F.lit("realtime-order"))), lambda kind: kind.isNotNull())
+    found = scanned.where(backwards | late).withColumn("kind", F.explode(kinds))
+    found = tables.with_text(tables.with_text(found), "prev_vid", "prev_vtext", "prev_value")
+    is_late = F.col("kind") == "realtime-order"
+    return flag(found, F.col("kind"),
+                ["key", "process", "prev_offset", "offset", "prev_value", "value",
+                 "prev_index", F.col("complete_index").alias("index"),
+                 F.col("invoke_index").alias("at")],
+                {"a": F.col("key"),
+                 "b": F.when(is_late, F.col("invoke_index")).otherwise(F.col("complete_index"))})
 
 
-def _realtime_order(events):
-    sends = acked(events)
-    completions = sends.select("run", "key", "offset", "value", F.col("index").alias("at"),
-                               F.lit(1).alias("is_completion"))
-    invocations = sends.select("run", "key", "offset", "value",
-                               F.col("invoke_index").alias("at"), F.lit(0).alias("is_completion"))
-    so_far = (Window.partitionBy("run", "key").orderBy("at", "is_completion")
-              .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    best = F.max(F.when(F.col("is_completion") == 1,
-                        F.struct(F.col("offset").alias("o"), F.col("at").alias("i")))).over(so_far)
-    late = (completions.unionByName(invocations).withColumn("best", best)
-            .where((F.col("is_completion") == 0) & (F.col("best.o") > F.col("offset"))))
-    return flag(late, "realtime-order",
-                ["key", "value", "offset", F.col("best.o").alias("earlier_offset"),
-                 F.col("best.i").alias("earlier_index"), "at"],
-                {"a": F.col("key"), "b": F.col("at")})
-
-
-def results(spark: SparkSession, events: DataFrame, top: dict, runs: list[str]) -> dict[str, dict]:
+def results(tables: Tables, top: dict) -> dict[str, dict]:
     """Collected flag rows -> run -> checker result (identical to the in-process kernel)."""
-    details = _details(spark, events, top)
+    listed = {(run, kind): payloads for (run, kind), (_n, payloads) in top.items()}
+    details = _details(tables, listed)
     out = {}
-    for run in runs:
+    for rid, run in enumerate(tables.runs):
         findings = {}
         for kind in ANOMALIES:
             count, payloads = top.get((run, kind), (0, []))
-            findings[kind] = (count, [_EXAMPLE[kind](p, details.get((run, kind), {}))
+            findings[kind] = (count, [_EXAMPLE[kind](p, _at(details, rid, kind, p))
                                       for p in payloads])
-        out[run] = summarize(findings, checked=(run, CHECKED) in top)
+        out[run] = summarize(findings, checked=run in tables.observed)
     return out
 
 
-def _details(spark, events, top) -> dict:
-    """(run, kind) -> {join key: Row of sorted sets} for kinds whose examples list sets."""
-    specs = {
-        "inconsistent-offsets": (["key", "offset"], events.where(is_observation()),
-                                 [F.array_sort(F.collect_set("value")).alias("values"),
-                                  F.slice(F.array_sort(F.collect_set("index")), 1, MAX_OPS)
-                                  .alias("ops")]),
-        "duplicate": (["key", "value"], events.where(is_observation()),
-                      [F.array_sort(F.collect_set("offset")).alias("offsets"),
-                       F.slice(F.array_sort(F.collect_set("index")), 1, MAX_OPS).alias("ops")]),
-        "aborted-read": (["key", "value"], events.where(F.col("tag") == "read"),
-                         [F.array_sort(F.collect_set("offset")).alias("offsets"),
-                          F.slice(F.array_sort(F.collect_set("index")), 1, MAX_OPS - 1)
-                          .alias("ops")]),
-    }
-    out = {}
-    for kind, (cols, source, aggs) in specs.items():
-        keys = [(run,) + tuple(p[c] for c in cols)
-                for (run, k), (_n, payloads) in top.items() if k == kind for p in payloads]
-        if not keys:
-            continue
-        join_cols = ["run"] + cols
-        wanted = spark.createDataFrame(keys, source.select(*join_cols).schema)
-        for row in (source.join(F.broadcast(wanted), join_cols).groupBy(*join_cols)
-                    .agg(*aggs).collect()):
-            out.setdefault((row["run"], kind), {})[tuple(row[c] for c in cols)] = row
-    return out
+def _requests(rid: int, kind: str, p: dict) -> dict[str, Request]:
+    """The lookups (by table) one example needs."""
+    if kind not in ("inconsistent-offsets", "duplicate", "aborted-read", "realtime-order"):
+        return {}
+    k = k_of(rid, p["key"])
+    if kind == "inconsistent-offsets":
+        return {t: Request(kind, k, offset=p["offset"], acked_only=True)
+                for t in ("sends", "reads")}
+    if kind == "duplicate":
+        return {t: Request(kind, k, vid=p["vid"], vtext=p["vtext"], acked_only=True)
+                for t in ("sends", "reads")}
+    if kind == "aborted-read":
+        return {"reads": Request(kind, k, vid=p["vid"], vtext=p["vtext"])}
+    return {"sends": Request(kind, k, before=p["at"], acked_only=True)}
+
+
+def _details(tables: Tables, listed: dict) -> dict:
+    """One lookup job per input table for every listed example that needs one."""
+    by_table: dict[str, list[Request]] = {}
+    rids = {run: rid for rid, run in enumerate(tables.runs)}
+    for (run, kind), payloads in listed.items():
+        for p in payloads:
+            for table, request in _requests(rids[run], kind, p).items():
+                by_table.setdefault(table, []).append(request)
+    return {table: lookup(tables, table, requests) for table, requests in by_table.items()}
+
+
+def _at(details: dict, rid: int, kind: str, p: dict) -> dict:
+    """table -> lookup result for this example."""
+    return {table: details.get(table, {}).get(request, {"found": [], "best": None})
+            for table, request in _requests(rid, kind, p).items()}
+
+
+def _found(d: dict) -> list[tuple]:
+    return [row for table in ("sends", "reads") if table in d for row in d[table]["found"]]
+
+
+def _ops(rows: list[tuple], limit: int = MAX_OPS) -> list[int]:
+    return sorted({row[1] for row in rows})[:limit]
 
 
 def _pair(p: dict, first: str, second: str) -> list:
     return [p[first], p[second]]
 
 
+def _poll_example(p, _d):
+    return {"key": p["key"], "process": p["process"], "offsets": _pair(p, "prev_offset", "offset"),
+            "delta": p["delta"], "ops": _pair(p, "prev_index", "index")}
+
+
 _EXAMPLE = {
     "inconsistent-offsets": lambda p, d: {
         "key": p["key"], "offset": p["offset"],
-        "values": [decode_value(v) for v in d[(p["key"], p["offset"])]["values"]],
-        "ops": list(d[(p["key"], p["offset"])]["ops"])},
+        "values": [decode_value(v) for v in sorted({row[2] for row in _found(d)})],
+        "ops": _ops(_found(d))},
     "duplicate": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]),
-        "offsets": list(d[(p["key"], p["value"])]["offsets"]),
-        "ops": list(d[(p["key"], p["value"])]["ops"])},
+        "offsets": sorted({row[0] for row in _found(d)}), "ops": _ops(_found(d))},
     "aborted-read": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]),
-        "offsets": list(d[(p["key"], p["value"])]["offsets"]),
-        "ops": [p["fail_index"]] + list(d[(p["key"], p["value"])]["ops"])},
+        "offsets": sorted({row[0] for row in _found(d)}),
+        "ops": [p["fail_index"]] + _ops(_found(d), MAX_OPS - 1)},
     "lost-write": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]), "offset": p["ack_offset"],
         "max_read_offset": p["max_read_offset"], "ops": [p["ack_index"], p["max_read_index"]]},
     "unseen": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]), "offset": p["ack_offset"],
         "max_read_offset": p["max_read_offset"], "ops": [p["ack_index"]]},
-    "poll-skip": lambda p, d: {
-        "key": p["key"], "process": p["process"], "offsets": _pair(p, "prev_offset", "offset"),
-        "delta": p["delta"], "ops": _pair(p, "prev_index", "index")},
+    "poll-skip": _poll_example,
+    "nonmonotonic-poll": _poll_example,
     "nonmonotonic-send": lambda p, d: {
         "key": p["key"], "process": p["process"], "offsets": _pair(p, "prev_offset", "offset"),
         "values": [decode_value(p["prev_value"]), decode_value(p["value"])],
         "ops": _pair(p, "prev_index", "index")},
     "realtime-order": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]), "offset": p["offset"],
-        "earlier_offset": p["earlier_offset"], "ops": _pair(p, "earlier_index", "at")},
+        "earlier_offset": d["sends"]["best"][0], "ops": [d["sends"]["best"][1], p["at"]]},
 }
-_EXAMPLE["nonmonotonic-poll"] = _EXAMPLE["poll-skip"]

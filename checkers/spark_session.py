@@ -28,6 +28,13 @@ JAVA17_OPENS = " ".join(
     )
 ) + " -Djdk.reflect.useDirectMethodHandle=false"
 
+# Later C2 compilation: a check runs dozens of short queries, each with its own
+# generated classes, and with C2's default thresholds JIT compilation took a
+# third of a 10M-op check's CPU on two cores (91 of 282 CPU-s). Only code that
+# stays hot is worth C2; measured 243 CPU-s with these thresholds.
+JIT_THRESHOLDS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
+                  "-XX:Tier4BackEdgeThreshold=400000")
+
 
 def spark_session(master: str | None = None, driver_memory: str | None = None,
                   shuffle_partitions: int | None = None, app_name: str = "checkers"):
@@ -53,7 +60,7 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.driver.memory", memory)
         .config("spark.driver.extraJavaOptions",
-                f"{JAVA17_OPENS} -Dlog4j.configurationFile=file:{LOG4J_CONFIG}")
+                f"{JAVA17_OPENS} {JIT_THRESHOLDS} -Dlog4j.configurationFile=file:{LOG4J_CONFIG}")
         .config("spark.executor.extraJavaOptions", JAVA17_OPENS)
         .config("spark.sql.shuffle.partitions", str(partitions))
         # No adaptive execution: under AQE a cached DataFrame reports unknown
@@ -62,6 +69,9 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
         .config("spark.sql.adaptive.enabled", "false")
         # Keep joins on (run, key, ...) on the existing (run, key) partitioning.
         .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+        # Cached facts are built once and scanned a few times: compressing
+        # their columns cost more CPU than the scans saved (measured).
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")

@@ -17,14 +17,50 @@ DUMPS = [log_dumps.agreeing, log_dumps.divergent, log_dumps.missing_committed,
 
 
 def cases():
-    """run name -> (ops, dumps); every history and every dump variant appear."""
+    """run name -> (ops, dumps); every history and every dump variant appear, also with
+    non-integer values (the Spark driver names those by hash, integers by themselves)."""
     histories = {"clean": log_histories.clean, **log_histories.ANOMALOUS}
     out = {}
     for i, (name, make) in enumerate(sorted(histories.items())):
         dumps = DUMPS[i % len(DUMPS)]
         out[f"{name}+{dumps.__name__}"] = (make().ops, dumps())
+        texty = DUMPS[(i + 1) % len(DUMPS)]
+        out[f"{name}+{texty.__name__}+text-values"] = (
+            textual(make().ops), textual(texty()))
     out["no-dumps"] = (log_histories.clean().ops, {})
     return out
+
+
+def textual(data):
+    """The same history or dumps with every int value above 99 turned into a JSON text
+    (strings, objects, floats, mixed with the remaining ints): same anomalies, new names."""
+    def value(v):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 100:
+            return v
+        return [f"v{v}", {"n": v, "s": "x"}, v + 0.5, v][v % 4]
+
+    def walk(node, key=None):
+        if isinstance(node, dict):
+            return {k: walk(v, k) for k, v in node.items()}
+        if isinstance(node, list):
+            if key == "records":  # [offset, epoch, crc, value]
+                return [r[:3] + [value(r[3])] for r in node]
+            if key == "value" and len(node) == 2 and isinstance(node[1], list):
+                return [node[0], [node[1][0], value(node[1][1])]]  # send ok: [key, [offset, v]]
+            if key == "value" and len(node) == 2:
+                return [node[0], value(node[1])]                   # send: [key, v]
+            return [walk(v, key) for v in node]
+        return node
+
+    def poll(op):
+        if op.get("f") == "poll" and isinstance(op.get("value"), dict):
+            op = dict(op, value={k: [[o, value(v)] for o, v in pairs]
+                                 for k, pairs in op["value"].items()})
+        return op
+
+    if isinstance(data, list):
+        return [poll(walk(op)) if op.get("f") != "poll" else poll(op) for op in data]
+    return walk(data)
 
 
 SYNTHETIC = "synthetic"

@@ -1,0 +1,271 @@
+"""The tables both Spark checkers read: narrow rows with one bigint key, partitioned once.
+
+Why this shape: every anomaly is per key, so all input rows are
+hash-partitioned once by key and every later aggregation and window (grouped
+by key and more) runs without another shuffle. What makes 10M-op runs fit in
+two cores is keeping those rows narrow and fixed-width:
+
+- `k` = run id * 2^32 + key names a (run, key) in one bigint, so sorts get a
+  useful 64-bit prefix and no string is hashed per row. Keys are Kafka
+  partition numbers (int32).
+- A value is named by (vid, vtext): a canonical integer text ("42", the
+  harness workload's values) is the integer itself (exact); any other JSON
+  text is its 64-bit xxhash (vtext true). Aggregations compare ids, never
+  strings, so they stay hash aggregations. Two different non-integer texts of
+  one key would have to collide in 64 bits to be confused.
+- Texts come back only for the few rows that reach an example
+  (`value_text`), from a (k, vid) -> text table that exists only when some
+  value is not an integer.
+
+Tables (`Tables`): sends S, reads R, records D (narrow, partitioned by k, not
+cached: each is shuffled again where a window needs it, which measured
+cheaper than caching 30M rows); triples T (one row per (k, offset, value),
+cached), and from T the per-offset facts O and per-value facts V (cached).
+"""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from checkers.parquet import SCHEMAS, table_paths
+from checkers.spark_schema import spark_schema
+
+KEY_BITS = 32
+KEY_SPAN = 1 << KEY_BITS
+KEY_LIMIT = 1 << (KEY_BITS - 1)
+# Rows per partition of the input tables: ~30 partitions for a 10M-op run,
+# small enough for every task's sort and hash buffers in a 2 GiB driver.
+ROWS_PER_PARTITION = 4_000_000
+CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
+SEND_TYPES = {"ok": 0, "fail": 1}  # anything else (info) is 2
+
+
+def input_rows(run_dirs: list[str]) -> int:
+    """Rows of all input tables, from Parquet footers (no data read)."""
+    return sum(pq.ParquetFile(path).metadata.num_rows
+               for table in ("sends", "reads", "records") for path in table_paths(run_dirs, table))
+
+
+def read_table(spark: SparkSession, run_dirs: list[str], table: str) -> DataFrame:
+    return spark.read.schema(spark_schema(SCHEMAS[table])).parquet(*table_paths(run_dirs, table))
+
+
+def run_of(k):
+    """Run id of a k (keys may be negative: k - run * 2^32 lies in [-2^31, 2^31))."""
+    return F.shiftright(k + KEY_LIMIT, KEY_BITS)
+
+
+def k_of(rid: int, key: int) -> int:
+    """The k of a run id and key, in Python (for lookups of collected examples)."""
+    return rid * KEY_SPAN + key
+
+
+def key_in_run(k: int) -> int:
+    """The key of a k, in Python."""
+    return k - ((k + KEY_LIMIT) >> KEY_BITS) * KEY_SPAN
+
+
+def key_of(k):
+    return k - run_of(k) * KEY_SPAN
+
+
+def value_text(vid: str = "vid", vtext: str = "vtext", text: str = "text"):
+    """The canonical JSON text of a value id: the integer itself, else the looked-up text."""
+    return F.when(~F.col(vtext), F.col(vid).cast("string")).otherwise(F.col(text))
+
+
+class Tables:
+    """The inputs of one check of many runs, and their cached per-key facts."""
+
+    def __init__(self, spark: SparkSession, run_dirs: list[str], runs: list[str],
+                 partitions: int | None = None) -> None:
+        self.spark = spark
+        self.run_dirs = run_dirs
+        self.runs = runs
+        self.ids = spark.createDataFrame(list(enumerate(runs)), "rid bigint, run string")
+        self.width = partitions or max(int(spark.conf.get("spark.sql.shuffle.partitions")),
+                                       -(-input_rows(run_dirs) // ROWS_PER_PARTITION))
+        self.replicas = self._keyed("replicas").select(
+            "k", "node", "hw", "log_start").cache()
+        self._cached: list[DataFrame] = [self.replicas]
+        self.triples = self._cache(_triples(self.sends(), self.reads(), self.records()))
+        per_run = self.triples.groupBy(run_of(F.col("k")).alias("rid")).agg(
+            F.max("obs").alias("observed"), F.max(F.col("vtext").cast("byte")).alias("text"))
+        seen = per_run.collect()
+        self.has_text = any(row["text"] for row in seen)
+        # Runs with any observation (the log checker checked something) and with any dump.
+        self.observed = {runs[row["rid"]] for row in seen if row["observed"]}
+        self.dumped = {runs[row["rid"]] for row in
+                       self.replicas.select(run_of(F.col("k")).alias("rid")).distinct().collect()}
+        self.offsets = self._cache(_offset_facts(self.triples))
+        self.values = self._cache(_value_facts(self.triples))
+
+    def _cache(self, frame: DataFrame) -> DataFrame:
+        frame = frame.persist(CACHE_LEVEL)
+        frame.count()
+        self._cached.append(frame)
+        return frame
+
+    def release(self) -> None:
+        for frame in self._cached:
+            frame.unpersist()
+
+    # -- raw inputs (Parquet) with k and the value id --------------------------------
+
+    def _keyed(self, table: str, only: set[int] | None = None) -> DataFrame:
+        """A Parquet table with `k` in place of (run, key); keys outside int32 fail loudly.
+
+        only: keep just these k (filtered on the Parquet key column first, so
+        lookups of a few examples skip parsing every other row).
+        """
+        frame = read_table(self.spark, self.run_dirs, table)
+        if only is not None:
+            frame = frame.where(F.col("key").isin(sorted({key_in_run(k) for k in only})))
+        frame = frame.join(F.broadcast(self.ids), "run")
+        key = F.col("key")
+        checked = F.when((key >= KEY_LIMIT) | (key < -KEY_LIMIT),
+                         F.raise_error(F.concat(F.lit("key out of int32 range: "),
+                                                key.cast("string")))).otherwise(key)
+        frame = frame.withColumn("k", F.col("rid") * KEY_SPAN + checked)
+        return frame.where(F.col("k").isin(sorted(only))) if only is not None else frame
+
+    def raw(self, table: str, only: set[int] | None = None) -> DataFrame:
+        """A Parquet input table with k, vid and vtext (value text kept): for example lookups."""
+        frame = self._keyed(table, only)
+        return _with_value_id(frame) if "value" in frame.columns else frame
+
+    def _partitioned(self, frame: DataFrame) -> DataFrame:
+        return frame.repartition(self.width, "k")
+
+    def sends(self) -> DataFrame:
+        """S: k, offset, vid, vtext, type (0 ok, 1 fail, 2 info), process, invoke/complete index."""
+        kind = F.col("type")
+        code = F.when(kind == "ok", 0).when(kind == "fail", 1).otherwise(2).cast("byte")
+        return self._partitioned(self.raw("sends").select(
+            "k", "offset", "vid", "vtext", code.alias("type"), "process", "invoke_index",
+            "complete_index"))
+
+    def acks(self) -> DataFrame:
+        """Ok sends with an offset: the acknowledged (offset, value) pairs."""
+        return self.sends().where((F.col("type") == 0) & F.col("offset").isNotNull())
+
+    def reads(self, streams: DataFrame | None = None) -> DataFrame:
+        """R: k, offset, vid, vtext, process, index, pos, session.
+
+        streams: keep only these (k, session) streams (broadcast, before the shuffle).
+        """
+        raw = self.raw("reads")
+        if streams is not None:
+            raw = raw.join(F.broadcast(streams), ["k", "session"])
+        return self._partitioned(raw.select(
+            "k", "offset", "vid", "vtext", "process", "index", "pos", "session"))
+
+    def records(self) -> DataFrame:
+        """D: k, offset, vid, vtext, epoch, committed (offset below its replica's HW)."""
+        hws = F.broadcast(self.replicas.select("k", "node", "hw"))
+        return self._partitioned(self.raw("records").join(hws, ["k", "node"], "left").select(
+            "k", "offset", "vid", "vtext", "epoch",
+            F.coalesce(F.col("offset") < F.col("hw"), F.lit(False)).alias("committed")))
+
+    def texts(self) -> DataFrame | None:
+        """(k, vid, vtext) -> text of every non-integer value, or None when all are integers."""
+        if not self.has_text:
+            return None
+        rows = [self.raw(t).where(F.col("vtext")).select("k", "vid", "value")
+                for t in ("sends", "reads", "records")]
+        return (rows[0].unionByName(rows[1]).unionByName(rows[2])
+                .groupBy("k", "vid").agg(F.min("value").alias("text"))
+                .withColumn("vtext", F.lit(True)))
+
+    def with_text(self, frame: DataFrame, vid: str = "vid", vtext: str = "vtext",
+                  out: str = "value") -> DataFrame:
+        """Add the value text of (vid, vtext) as column `out` (a join only if texts exist)."""
+        texts = self.texts()
+        if texts is None:
+            return frame.withColumn(out, F.col(vid).cast("string"))
+        lookup = texts.select("k", F.col("vid").alias(vid), F.col("vtext").alias(vtext),
+                              F.col("text").alias("_text"))
+        return (frame.join(lookup, ["k", vid, vtext], "left")
+                .withColumn(out, value_text(vid, vtext, "_text")).drop("_text"))
+
+
+def _with_value_id(frame: DataFrame) -> DataFrame:
+    number = F.col("value").try_cast("bigint")
+    exact = F.coalesce(number.cast("string") == F.col("value"), F.lit(False))
+    return (frame.withColumn("vtext", ~exact)
+            .withColumn("vid", F.when(exact, number).otherwise(F.xxhash64("value"))))
+
+
+VALUE = ["k", "offset", "vid", "vtext"]
+
+
+def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFrame:
+    """T: per (k, offset, value), what clients and replicas did with it.
+
+    obs: observed (acknowledged or read); rd: read; read_index: first poll
+    reading it; ack_index / fail_index: the ok / failed send's completion;
+    held: some replica holds it; c_lo / c_hi: epochs of committed copies.
+    One hash aggregation over all 30M input rows; O and V derive from its
+    ~5M rows. Sends without an outcome that matters (info) are left out.
+    """
+    none = F.lit(None).cast("bigint")
+    ok = (F.col("type") == 0) & F.col("offset").isNotNull()
+
+    def part(frame, obs, rd, read_index, ack_index, fail_index, held, epoch):
+        return frame.select(*VALUE, obs.cast("byte").alias("obs"), rd.cast("byte").alias("rd"),
+                            read_index.alias("read_index"), ack_index.alias("ack_index"),
+                            fail_index.alias("fail_index"), held.cast("byte").alias("held"),
+                            epoch.alias("epoch"))
+
+    fail = F.col("type") == 1
+    rows = (part(sends.where(ok | fail), ok, F.lit(0), none,
+                 F.when(ok, F.col("complete_index")), F.when(fail, F.col("complete_index")),
+                 F.lit(0), none)
+            .unionByName(part(reads, F.lit(1), F.lit(1), F.col("index"), none, none, F.lit(0),
+                              none))
+            .unionByName(part(records, F.lit(0), F.lit(0), none, none, none, F.lit(1),
+                              F.when(F.col("committed"), F.col("epoch")))))
+    return rows.groupBy(*VALUE).agg(
+        F.max("obs").alias("obs"), F.max("rd").alias("rd"),
+        F.min("read_index").alias("read_index"), F.max("ack_index").alias("ack_index"),
+        F.max("fail_index").alias("fail_index"), F.max("held").alias("held"),
+        F.min("epoch").alias("c_lo"), F.max("epoch").alias("c_hi"))
+
+
+def _distinct_values(where, prefix: str) -> list:
+    """min/max of (vtext, vid) over the rows `where` holds: two values differ iff a pair differs."""
+    tag = F.when(where, F.col("vtext").cast("byte"))
+    vid = F.when(where, F.col("vid"))
+    return [F.min(tag).alias(f"{prefix}_tag_lo"), F.max(tag).alias(f"{prefix}_tag_hi"),
+            F.min(vid).alias(f"{prefix}_vid_lo"), F.max(vid).alias(f"{prefix}_vid_hi")]
+
+
+def differs(prefix: str):
+    return ((F.col(f"{prefix}_tag_lo") != F.col(f"{prefix}_tag_hi"))
+            | (F.col(f"{prefix}_vid_lo") != F.col(f"{prefix}_vid_hi")))
+
+
+def _offset_facts(triples: DataFrame) -> DataFrame:
+    """O: per (k, offset): observed values, reads, committed copies, held."""
+    obs = F.col("obs") == 1
+    committed = F.col("c_lo").isNotNull()
+    return (triples.where(F.col("offset").isNotNull()).groupBy("k", "offset").agg(
+        F.max("obs").alias("obs"), F.max("rd").alias("rd"),
+        F.min("read_index").alias("read_index"), F.max("held").alias("held"),
+        F.min("c_lo").alias("c_lo"), F.max("c_hi").alias("c_hi"),
+        *_distinct_values(obs, "obs"), *_distinct_values(committed, "c")))
+
+
+def _value_facts(triples: DataFrame) -> DataFrame:
+    """V: per (k, value): offsets observed, read, acknowledgement, failure, held."""
+    obs = F.col("obs") == 1
+    return triples.groupBy("k", "vid", "vtext").agg(
+        F.min(F.when(obs, F.col("offset"))).alias("min_offset"),
+        F.max(F.when(obs, F.col("offset"))).alias("max_offset"),
+        F.max("rd").alias("rd"),
+        F.max(F.when(F.col("ack_index").isNotNull(), F.col("offset"))).alias("ack_offset"),
+        F.max("ack_index").alias("ack_index"), F.max("fail_index").alias("fail_index"),
+        F.max("held").alias("held"))
