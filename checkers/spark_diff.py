@@ -28,29 +28,27 @@ from checkers.spark_flags import flag
 from checkers.spark_tables import Tables, differs, k_of
 
 def flags(tables: Tables) -> list[DataFrame]:
-    ranges = F.broadcast(tables.replicas.groupBy("k").agg(
-        F.min("log_start").alias("low"), F.max("hw").alias("high")))
-    offsets = tables.offsets
     diverged = (F.col("c_lo") != F.col("c_hi")) | differs("c")
     return [
-        flag(offsets.where(F.col("c_lo").isNotNull() & diverged), "divergence",
+        flag(tables.offsets.where(F.col("c_lo").isNotNull() & diverged), "divergence",
              ["key", "offset"], {"a": F.col("key"), "b": F.col("offset")}),
-        _missing_committed(offsets, ranges),
-        _lost_acknowledged(tables, ranges),
+        _missing_committed(tables),
+        _lost_acknowledged(tables),
     ]
 
 
-def _missing_committed(offsets: DataFrame, ranges) -> DataFrame:
-    """Gaps in each key's committed range. Counting first: only keys holding fewer offsets
-    than their range is long (rare) are walked in offset order."""
-    held = (offsets.where(F.col("held") == 1).select("k", "offset").join(ranges, "k")
+def _missing_committed(tables: Tables) -> DataFrame:
+    """Gaps in each key's committed range, walked in offset order only for the (rare) keys
+    holding fewer offsets than their range is long (counted in the key facts K)."""
+    short = F.broadcast(tables.keys.where(
+        F.col("high").isNotNull()
+        & (F.coalesce(F.col("held_in_range"), F.lit(0)) < F.col("high") - F.col("low")))
+        .select("k", "low", "high"))
+    held = (tables.offsets.where(F.col("held") == 1).select("k", "offset").join(short, "k")
             .where((F.col("offset") >= F.col("low")) & (F.col("offset") < F.col("high"))))
-    short = F.broadcast(ranges.join(held.groupBy("k").count(), "k", "left")
-                        .where(F.coalesce(F.col("count"), F.lit(0)) < F.col("high") - F.col("low"))
-                        .select("k"))
-    ends = ranges.join(short, "k").select("k", F.col("high").alias("offset"), "low", "high")
+    ends = short.select("k", F.col("high").alias("offset"), "low", "high")
     by_offset = Window.partitionBy("k").orderBy("offset")
-    gaps = (held.join(short, "k").unionByName(ends)
+    gaps = (held.unionByName(ends)
             .withColumn("first_offset",
                         F.coalesce(F.lag("offset").over(by_offset), F.col("low") - 1) + 1)
             .withColumn("last_offset", F.col("offset") - 1)
@@ -60,9 +58,10 @@ def _missing_committed(offsets: DataFrame, ranges) -> DataFrame:
                 weight=F.col("last_offset") - F.col("first_offset") + 1)
 
 
-def _lost_acknowledged(tables: Tables, ranges) -> DataFrame:
+def _lost_acknowledged(tables: Tables) -> DataFrame:
+    low = F.broadcast(tables.keys.where(F.col("low").isNotNull()).select("k", "low"))
     lost = (tables.values.where(F.col("ack_offset").isNotNull() & (F.col("held") == 0))
-            .join(ranges, "k").where(F.col("ack_offset") >= F.col("low")))
+            .join(low, "k").where(F.col("ack_offset") >= F.col("low")))
     return flag(tables.with_text(lost), "lost-acknowledged",
                 ["key", "value", "ack_offset", "ack_index"],
                 {"a": F.col("key"), "b": F.col("ack_offset"), "t": F.col("value")})

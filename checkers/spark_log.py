@@ -55,18 +55,14 @@ def flags(tables: Tables) -> list[DataFrame]:
 
 
 def _lost_and_unseen(tables: Tables) -> DataFrame:
-    """Unread acknowledged values, split by the key's highest read offset."""
-    offsets = tables.offsets
-    highest = offsets.where(F.col("rd") == 1).groupBy("k").agg(F.max("offset").alias("offset"))
-    max_read = F.broadcast(offsets.join(highest, ["k", "offset"]).select(
-        "k", F.col("offset").alias("max_read_offset"),
-        F.col("read_index").alias("max_read_index")))
+    """Unread acknowledged values, split by the key's highest read offset (from K)."""
+    max_read = F.broadcast(tables.keys.select("k", "max_read_offset"))
     unread = tables.with_text(
         tables.values.where(F.col("ack_offset").isNotNull() & (F.col("rd") == 0))
         .join(max_read, "k", "left"))
     kind = F.when(F.col("ack_offset") <= F.col("max_read_offset"), "lost-write").otherwise("unseen")
     return flag(unread, kind,
-                ["key", "value", "ack_offset", "ack_index", "max_read_offset", "max_read_index"],
+                ["key", "value", "ack_offset", "ack_index", "max_read_offset"],
                 {"a": F.col("key"), "b": F.col("ack_offset"), "t": F.col("value")})
 
 
@@ -103,11 +99,9 @@ def _poll_order(tables: Tables) -> DataFrame | None:
              .withColumn("prev_index", F.lag("index").over(stream))
              .where(F.col("prev_offset").isNotNull()
                     & (F.col("offset") != F.col("prev_offset") + 1)))
-    known = tables.offsets.where(F.col("obs") == 1)
-    span = known.groupBy("k").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"),
-                                  F.count("*").alias("n"))
-    gappy = F.broadcast(span.where(F.col("n") != F.col("hi") - F.col("lo") + 1).select("k"))
-    ranks = known.join(gappy, "k").select(
+    gappy = F.broadcast(tables.keys.where(
+        F.col("known") != F.col("known_hi") - F.col("known_lo") + 1).select("k"))
+    ranks = tables.offsets.where(F.col("obs") == 1).join(gappy, "k").select(
         "k", "offset", F.row_number().over(Window.partitionBy("k").orderBy("offset")).alias("rank"))
     prev_ranks = ranks.select("k", F.col("offset").alias("prev_offset"),
                               F.col("rank").alias("prev_rank"))
@@ -163,9 +157,12 @@ def results(tables: Tables, top: dict) -> dict[str, dict]:
 
 def _requests(rid: int, kind: str, p: dict) -> dict[str, Request]:
     """The lookups (by table) one example needs."""
-    if kind not in ("inconsistent-offsets", "duplicate", "aborted-read", "realtime-order"):
+    if kind not in ("inconsistent-offsets", "duplicate", "aborted-read", "realtime-order",
+                    "lost-write"):
         return {}
     k = k_of(rid, p["key"])
+    if kind == "lost-write":  # the first poll that read the key's highest offset
+        return {"reads": Request(kind, k, offset=p["max_read_offset"])}
     if kind == "inconsistent-offsets":
         return {t: Request(kind, k, offset=p["offset"], acked_only=True)
                 for t in ("sends", "reads")}
@@ -225,7 +222,8 @@ _EXAMPLE = {
         "ops": [p["fail_index"]] + _ops(_found(d), MAX_OPS - 1)},
     "lost-write": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]), "offset": p["ack_offset"],
-        "max_read_offset": p["max_read_offset"], "ops": [p["ack_index"], p["max_read_index"]]},
+        "max_read_offset": p["max_read_offset"],
+        "ops": [p["ack_index"], min(row[1] for row in d["reads"]["found"])]},
     "unseen": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]), "offset": p["ack_offset"],
         "max_read_offset": p["max_read_offset"], "ops": [p["ack_index"]]},

@@ -38,7 +38,7 @@ KEY_SPAN = 1 << KEY_BITS
 KEY_LIMIT = 1 << (KEY_BITS - 1)
 # Rows per partition of the input tables: ~30 partitions for a 10M-op run,
 # small enough for every task's sort and hash buffers in a 2 GiB driver.
-ROWS_PER_PARTITION = 4_000_000
+ROWS_PER_PARTITION = 2_000_000
 CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
 SEND_TYPES = {"ok": 0, "fail": 1}  # anything else (info) is 2
 
@@ -102,6 +102,7 @@ class Tables:
                        self.replicas.select(run_of(F.col("k")).alias("rid")).distinct().collect()}
         self.offsets = self._cache(_offset_facts(self.triples))
         self.values = self._cache(_value_facts(self.triples))
+        self.keys = self._cache(_key_facts(self.offsets, self.replicas))
 
     def _cache(self, frame: DataFrame) -> DataFrame:
         frame = frame.persist(CACHE_LEVEL)
@@ -257,6 +258,28 @@ def _offset_facts(triples: DataFrame) -> DataFrame:
         F.min("read_index").alias("read_index"), F.max("held").alias("held"),
         F.min("c_lo").alias("c_lo"), F.max("c_hi").alias("c_hi"),
         *_distinct_values(obs, "obs"), *_distinct_values(committed, "c")))
+
+
+def _key_facts(offsets: DataFrame, replicas: DataFrame) -> DataFrame:
+    """K: per k, one scan of O: known offsets (lo, hi, count), the highest read offset,
+    the committed range (low, high) over the dumped replicas and the offsets held in it.
+
+    A few thousand rows that the checks broadcast: keys whose known offsets are
+    contiguous need no ranks, keys holding their whole committed range no gap walk.
+    """
+    ranges = F.broadcast(replicas.groupBy("k").agg(
+        F.min("log_start").alias("low"), F.max("hw").alias("high")))
+    known = F.col("obs") == 1
+    in_range = ((F.col("held") == 1) & (F.col("offset") >= F.col("low"))
+                & (F.col("offset") < F.col("high")))
+    per_key = offsets.join(ranges, "k", "left").groupBy("k").agg(
+        F.min(F.when(known, F.col("offset"))).alias("known_lo"),
+        F.max(F.when(known, F.col("offset"))).alias("known_hi"),
+        F.count(F.when(known, F.lit(1))).alias("known"),
+        F.max(F.when(F.col("rd") == 1, F.col("offset"))).alias("max_read_offset"),
+        F.count(F.when(in_range, F.lit(1))).alias("held_in_range"))
+    # Keys dumped but never observed nor held still have a committed range to check.
+    return per_key.join(ranges, "k", "full")
 
 
 def _value_facts(triples: DataFrame) -> DataFrame:
