@@ -41,29 +41,39 @@ def flags(tables: Tables) -> list[DataFrame]:
     found = [
         flag(offsets.where((F.col("obs") == 1) & differs("obs")), "inconsistent-offsets",
              ["key", "offset"], {"a": F.col("key"), "b": F.col("offset")}),
-        flag(tables.with_text(values.where(F.col("min_offset") != F.col("max_offset"))),
-             "duplicate", ["key", "value", "vid", "vtext"],
-             {"a": F.col("key"), "t": F.col("value")}),
-        flag(tables.with_text(values.where(F.col("fail_index").isNotNull() & (F.col("rd") == 1))),
-             "aborted-read", ["key", "value", "vid", "vtext", "fail_index"],
-             {"a": F.col("key"), "t": F.col("value")}),
-        _lost_and_unseen(tables),
+        _value_sets(tables),
         _poll_order(tables),
         _send_order(tables),
     ]
     return [frame for frame in found if frame is not None]
 
 
-def _lost_and_unseen(tables: Tables) -> DataFrame:
-    """Unread acknowledged values, split by the key's highest read offset (from K)."""
+def _value_sets(tables: Tables) -> DataFrame:
+    """duplicate, aborted-read, lost-write and unseen from one scan of the value facts V.
+
+    A value may be several at once (a duplicate that was also aborted), so
+    each row carries the list of its kinds and is exploded into one flag row
+    per kind. Unread acknowledged values split by the key's highest read
+    offset (from K): at or below it the value is lost, above it unseen.
+    """
     max_read = F.broadcast(tables.keys.select("k", "max_read_offset"))
-    unread = tables.with_text(
-        tables.values.where(F.col("ack_offset").isNotNull() & (F.col("rd") == 0))
-        .join(max_read, "k", "left"))
-    kind = F.when(F.col("ack_offset") <= F.col("max_read_offset"), "lost-write").otherwise("unseen")
-    return flag(unread, kind,
-                ["key", "value", "ack_offset", "ack_index", "max_read_offset"],
-                {"a": F.col("key"), "b": F.col("ack_offset"), "t": F.col("value")})
+    duplicate = F.col("min_offset") != F.col("max_offset")
+    aborted = F.col("fail_index").isNotNull() & (F.col("rd") == 1)
+    unread = F.col("ack_offset").isNotNull() & (F.col("rd") == 0)
+    lost = F.col("ack_offset") <= F.col("max_read_offset")
+    kinds = F.filter(F.array(
+        F.when(duplicate, F.lit("duplicate")), F.when(aborted, F.lit("aborted-read")),
+        F.when(unread & lost, F.lit("lost-write")),
+        F.when(unread & ~F.coalesce(lost, F.lit(False)), F.lit("unseen"))),
+        lambda kind: kind.isNotNull())
+    found = (tables.values.where(duplicate | aborted | unread).join(max_read, "k", "left")
+             .withColumn("kind", F.explode(kinds)))
+    by_offset = F.col("kind").isin("lost-write", "unseen")
+    return flag(tables.with_text(found), F.col("kind"),
+                ["key", "value", "vid", "vtext", "fail_index", "ack_offset", "ack_index",
+                 "max_read_offset"],
+                {"a": F.col("key"), "b": F.when(by_offset, F.col("ack_offset")),
+                 "t": F.col("value")})
 
 
 # Suspect streams are broadcast to filter the reads before the shuffle; past
