@@ -25,6 +25,8 @@ cached), and from T the per-offset facts O and per-value facts V (cached).
 
 from __future__ import annotations
 
+import functools
+
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -134,7 +136,7 @@ class Tables:
         return frame.where(F.col("k").isin(sorted(only))) if only is not None else frame
 
     def raw(self, table: str, only: set[int] | None = None) -> DataFrame:
-        """A Parquet input table with k, vid and vtext (value text kept): for example lookups."""
+        """A Parquet input table with k, vid and vtext (the value text kept for lookups)."""
         frame = self._keyed(table, only)
         return _with_value_id(frame) if "value" in frame.columns else frame
 
@@ -171,20 +173,22 @@ class Tables:
             "k", "offset", "vid", "vtext", "epoch",
             F.coalesce(F.col("offset") < F.col("hw"), F.lit(False)).alias("committed")))
 
+    @functools.cached_property
     def texts(self) -> DataFrame | None:
-        """(k, vid, vtext) -> text of every non-integer value, or None when all are integers."""
+        """(k, vid, vtext) -> text of every non-integer value (cached), or None when all are
+        integers (then no input is scanned for texts)."""
         if not self.has_text:
             return None
         rows = [self.raw(t).where(F.col("vtext")).select("k", "vid", "value")
                 for t in ("sends", "reads", "records")]
-        return (rows[0].unionByName(rows[1]).unionByName(rows[2])
-                .groupBy("k", "vid").agg(F.min("value").alias("text"))
-                .withColumn("vtext", F.lit(True)))
+        return self._cache(rows[0].unionByName(rows[1]).unionByName(rows[2])
+                           .groupBy("k", "vid").agg(F.min("value").alias("text"))
+                           .withColumn("vtext", F.lit(True)))
 
     def with_text(self, frame: DataFrame, vid: str = "vid", vtext: str = "vtext",
                   out: str = "value") -> DataFrame:
         """Add the value text of (vid, vtext) as column `out` (a join only if texts exist)."""
-        texts = self.texts()
+        texts = self.texts
         if texts is None:
             return frame.withColumn(out, F.col(vid).cast("string"))
         lookup = texts.select("k", F.col("vid").alias(vid), F.col("vtext").alias(vtext),
