@@ -33,3 +33,18 @@ def test_spark_campaign_matches_local_on_a_partial_store_and_skips_a_bad_one(spa
 def test_spark_engine_reports_a_store_without_history_before_starting_spark(tmp_path):
     with pytest.raises(StoreError, match="no history"):
         check_store(str(tmp_path), engine="spark")
+
+
+def test_spark_engine_reuses_parquet_until_the_history_changes(spark, tmp_path):
+    store = make_store(tmp_path / "s", log_histories.lost_write().ops, log_dumps.agreeing())
+    first = check_store(str(store), engine="spark")
+    made = (store / "parquet" / "made.json").stat().st_mtime_ns
+    tables = (store / "parquet" / "reads.parquet").stat().st_mtime_ns
+    assert check_store(str(store), engine="spark") == first
+    assert (store / "parquet" / "reads.parquet").stat().st_mtime_ns == tables  # not rewritten
+    history = store / "history.jsonl"
+    history.write_text("".join(json.dumps(op) + "\n" for op in log_histories.clean().ops))
+    again = check_store(str(store), engine="spark")
+    assert (store / "parquet" / "made.json").stat().st_mtime_ns != made
+    assert first["checkers"]["log"]["counts"]["lost-write"] == 1
+    assert again["checkers"]["log"]["counts"]["lost-write"] == 0
