@@ -104,8 +104,7 @@ def _holders_request(k: int, offset: int) -> Request:
 
 def _divergence_details(tables: Tables, top: dict):
     """Committed holders of each listed divergent offset, and the sends of their values."""
-    rids = {run: rid for rid, run in enumerate(tables.runs)}
-    requests = [_holders_request(k_of(rids[run], p["key"]), p["offset"])
+    requests = [_holders_request(k_of(tables.rids[run], p["key"]), p["offset"])
                 for (run, kind), (_n, payloads) in top.items() if kind == "divergence"
                 for p in payloads]
     holders = lookup(tables, "records", requests)

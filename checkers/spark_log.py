@@ -187,10 +187,9 @@ def _requests(rid: int, kind: str, p: dict) -> dict[str, Request]:
 def _details(tables: Tables, listed: dict) -> dict:
     """One lookup job per input table for every listed example that needs one."""
     by_table: dict[str, list[Request]] = {}
-    rids = {run: rid for rid, run in enumerate(tables.runs)}
     for (run, kind), payloads in listed.items():
         for p in payloads:
-            for table, request in _requests(rids[run], kind, p).items():
+            for table, request in _requests(tables.rids[run], kind, p).items():
                 by_table.setdefault(table, []).append(request)
     return {table: lookup(tables, table, requests) for table, requests in by_table.items()}
 

@@ -87,6 +87,7 @@ class Tables:
         self.spark = spark
         self.run_dirs = run_dirs
         self.runs = runs
+        self.rids = {run: rid for rid, run in enumerate(runs)}
         self.ids = spark.createDataFrame(list(enumerate(runs)), "rid bigint, run string")
         self.width = partitions or max(int(spark.conf.get("spark.sql.shuffle.partitions")),
                                        -(-input_rows(run_dirs) // ROWS_PER_PARTITION))
