@@ -8,8 +8,8 @@ per kind, by one scan of each input table joined to the (broadcast) requests.
 
 A request names a (k, offset) or a (k, value) and, for "before", an upper
 bound on the completion index. Every matching row contributes to the
-request's `found` set of (offset, index, value text, node, epoch) and to its
-`best` (highest (offset, index)).
+request's `found` set of (offset, index, value text, node, epoch, vid, vtext)
+and to its `best` (highest (offset, index)).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ class Request:
 
 
 def lookup(tables: Tables, table: str, requests: list[Request]) -> dict[Request, dict]:
-    """-> request -> {"found": sorted [(offset, index, text, node, epoch)], "best": (o, i)}."""
+    """-> request -> {"found": sorted [(offset, index, text, node, epoch, vid, vtext)],
+    "best": (o, i)}."""
     if not requests:
         return {}
     wanted = F.broadcast(tables.spark.createDataFrame(
@@ -56,7 +57,8 @@ def lookup(tables: Tables, table: str, requests: list[Request]) -> dict[Request,
     for row in (matched.groupBy(*[f"w_{c}" for c in ("req", "k", "offset", "vid", "vtext",
                                                      "before", "acked_only")])
                 .agg(F.collect_set(F.when(listed, F.struct("offset", "index", "value", "node",
-                                                           "epoch"))).alias("found"),
+                                                           "epoch", "vid", "vtext")))
+                     .alias("found"),
                      F.max(F.struct("offset", "index")).alias("best"))
                 .collect()):
         request = Request(row["w_req"], row["w_k"], row["w_offset"], row["w_vid"],

@@ -90,9 +90,10 @@ def _example(kind, rid, p, holders, writers):
         return {"key": p["key"], "value": decode_value(p["value"]), "offset": p["ack_offset"],
                 "ops": [p["ack_index"]]}
     k = k_of(rid, p["key"])
-    held = sorted((node, epoch, text) for _o, _i, text, node, epoch
-                  in holders.get(_holders_request(k, p["offset"]), {"found": []})["found"])
-    ops = sorted({i for _n, _e, text in held for i in writers.get((k, text), ())})
+    found = holders.get(_holders_request(k, p["offset"]), {"found": []})["found"]
+    held = sorted((node, epoch, text) for _o, _i, text, node, epoch, _vid, _vtext in found)
+    ops = sorted({row[1] for _o, _i, _t, _n, _e, vid, vtext in found
+                  for row in writers.get(_writers_request(k, vid, vtext), {"found": []})["found"]})
     return {"key": p["key"], "offset": p["offset"],
             "replicas": [[node, epoch, decode_value(text)] for node, epoch, text in held],
             "ops": ops[:MAX_OPS]}
@@ -102,24 +103,17 @@ def _holders_request(k: int, offset: int) -> Request:
     return Request("holders", k, offset=offset)
 
 
+def _writers_request(k: int, vid: int, vtext: bool) -> Request:
+    """Every completed send of a value (any outcome): the ops that wrote a divergent record."""
+    return Request("writers", k, vid=vid, vtext=vtext)
+
+
 def _divergence_details(tables: Tables, top: dict):
     """Committed holders of each listed divergent offset, and the sends of their values."""
     requests = [_holders_request(k_of(tables.rids[run], p["key"]), p["offset"])
                 for (run, kind), (_n, payloads) in top.items() if kind == "divergence"
                 for p in payloads]
     holders = lookup(tables, "records", requests)
-    wanted = {(request.k, text) for request, found in holders.items()
-              for _o, _i, text, _n, _e in found["found"]}
-    return holders, (_writers(tables, wanted) if wanted else {})
-
-
-def _writers(tables: Tables, wanted: set[tuple[int, str]]) -> dict[tuple, set]:
-    """(k, value text) -> completion indices of every send of that value (any outcome)."""
-    keys = tables.spark.createDataFrame(sorted(wanted), "k bigint, value string")
-    rows = (tables.raw("sends", {k for k, _text in wanted}).where(F.col("complete_index").isNotNull())
-            .join(F.broadcast(keys), ["k", "value"]).select("k", "value", "complete_index")
-            .collect())
-    out: dict[tuple, set] = {}
-    for row in rows:
-        out.setdefault((row["k"], row["value"]), set()).add(row["complete_index"])
-    return out
+    writers = [_writers_request(request.k, vid, vtext) for request, found in holders.items()
+               for _o, _i, _t, _n, _e, vid, vtext in found["found"]]
+    return holders, lookup(tables, "sends", writers)

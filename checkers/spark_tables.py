@@ -42,7 +42,6 @@ KEY_LIMIT = 1 << (KEY_BITS - 1)
 # small enough for every task's sort and hash buffers in a 2 GiB driver.
 ROWS_PER_PARTITION = 2_000_000
 CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
-SEND_TYPES = {"ok": 0, "fail": 1}  # anything else (info) is 2
 
 
 def input_rows(run_dirs: list[str]) -> int:
