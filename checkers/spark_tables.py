@@ -20,7 +20,8 @@ two cores is keeping those rows narrow and fixed-width:
 Tables (`Tables`): sends S, reads R, records D (narrow, partitioned by k, not
 cached: each is shuffled again where a window needs it, which measured
 cheaper than caching 30M rows); triples T (one row per (k, offset, value),
-cached), and from T the per-offset facts O and per-value facts V (cached).
+cached), from T the per-offset facts O and per-value facts V, and from O the
+per-key facts K (all cached).
 """
 
 from __future__ import annotations
