@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from checkers.history import HistoryError, read_history, write_edn, write_jsonl
+from tests.checkers.testdata import KNOSSOS
 
-KNOSSOS = Path("/work/shared/testdata/knossos")
 
 HARNESS_OPS = [
     {"index": 0, "time": 10, "process": 3, "type": "invoke", "f": "send", "value": [0, 17]},

@@ -1,14 +1,12 @@
 """The Spark driver runs the same per-key kernel and agrees with the local one."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from checkers.history import read_history
 from checkers.linear import check_ops
+from tests.checkers.testdata import TESTDATA
 
-TESTDATA = Path("/work/shared/testdata")
 
 pytest.importorskip("pyspark")
 
