@@ -122,3 +122,8 @@ class NetnsCluster:
 def _default_python() -> str:
     import sys
     return sys.executable or "python3"
+
+
+def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> NetnsCluster:
+    """The backend entry point (replog.backends): hosts n1..N plus the system's role hosts."""
+    return NetnsCluster(run_id, spec.nodes, spec.subnet, record, work_dir)

@@ -1,0 +1,279 @@
+"""The seam between the harness and a system under test (Jepsen's `db` and
+`client`). The runner, the nemesis, the workloads, the scenarios and the
+checkers see only what is declared here; a system (the replica, NATS
+JetStream, ...) is one adapter module under `systems/` that registers a
+`System` in the entry-point group `replog.systems` (pyproject.toml).
+
+Capabilities beyond starting and stopping are *declared* (`System.capabilities`)
+and handed out as separate objects (`DB.process`, `DB.pausable`,
+`DB.inspector`); a caller that needs one asks with `require()` and gets a
+one-line `Unsupported` naming the system and the capability, before any host
+exists when it is asked at validation time.
+
+Node names: data nodes are `n1..nN` (fault targets, key replicas); a system
+may add role hosts (the replica's controller `ctl`, a remote store host).
+Keys are integers 0..K-1 (the replica: partitions of topic `log`; NATS: one
+stream subject per key). Every name below that says "node" means a host name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:  # the cluster seam (harness/cluster/base.py); only for annotations
+    from harness.cluster.base import Cluster
+
+# -- capabilities ------------------------------------------------------------
+PROCESS = "process"          # DB.process: start / kill / running per node
+PAUSE = "pause"              # DB.pausable: SIGSTOP / SIGCONT per node
+INSPECT = "inspect"          # DB.inspector.metadata / state: normalised samples
+DUMP = "dump"                # DB.inspector.dump: every record of a node's replica of every key
+CHECKPOINTS = "checkpoints"  # DB.inspector.checkpoints: persisted HW per key of a node
+EVENTS = "events"            # DB.inspector.events: truncations / ISR changes from collected logs
+CLOCK = "clock"              # DB.set_env works for LD_PRELOAD (libfaketime) on the next start
+DATA_FILES = "data-files"    # DB.data_dir / data_files name the node's on-disk state
+CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES)
+
+
+class Unsupported(RuntimeError):
+    """The system under test lacks what was asked of it; one line that names
+    the system, the capability (or fault) and what to do instead."""
+
+    def __init__(self, system: str, capability: str, needed_for: str = ""):
+        self.system, self.capability = system, capability
+        why = f" (needed for {needed_for})" if needed_for else ""
+        super().__init__(f"system {system!r} does not support {capability!r}{why}; "
+                         f"pick another system or leave that out")
+
+
+# -- client errors (the history's fail / info) -------------------------------
+class ClientError(Exception):
+    """A client operation did not succeed."""
+
+
+class DefiniteError(ClientError):
+    """The operation certainly did not take effect: the history records `fail`."""
+
+
+class IndefiniteError(ClientError):
+    """The operation may have taken effect: the history records `info`, and the
+    process is not reused (Jepsen's rule)."""
+
+
+# -- normalised state --------------------------------------------------------
+@dataclass(frozen=True)
+class KeyMeta:
+    """What the system's authority (controller, meta leader) says about a key."""
+
+    leader: str | None                 # node name, None while there is no leader
+    epoch: int | None = None           # leader epoch / term; grows with each election
+    replicas: tuple[str, ...] = ()     # assigned replicas, in assignment order
+    isr: tuple[str, ...] = ()          # in-sync (Kafka) / current (Raft) replicas
+
+    def as_json(self) -> dict:
+        return {"leader": self.leader, "leader_epoch": self.epoch,
+                "replicas": list(self.replicas), "isr": list(self.isr)}
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """What one node says about its replica of one key; None = not known."""
+
+    key: int
+    role: str = "none"                 # leader | follower | none
+    leader: str | None = None          # node it believes leads
+    epoch: int | None = None
+    leo: int | None = None             # log end offset
+    hw: int | None = None              # high watermark / commit index
+    log_start: int | None = None
+    isr: tuple[str, ...] = ()          # as the leader sees it
+
+    def as_json(self) -> dict:
+        """One entry of a samples.jsonl line's `state.partitions` (docs/interfaces.md)."""
+        return {"partition": self.key, "role": self.role, "leader": self.leader,
+                "leader_epoch": self.epoch, "leo": self.leo, "hw": self.hw,
+                "log_start": self.log_start, "isr": list(self.isr)}
+
+
+# -- the client of the log workload -------------------------------------------
+@runtime_checkable
+class LogClient(Protocol):
+    """An asyncio client of a replicated log with integer keys. Errors are
+    `DefiniteError` or `IndefiniteError`; anything else counts as indefinite."""
+
+    async def create(self, keys: int, replication_factor: int, config: dict) -> None:
+        """Create the log (topic / stream) with keys 0..keys-1; idempotent."""
+
+    async def metadata(self) -> dict[int, KeyMeta]:
+        """The authority's view of every key."""
+
+    async def send(self, key: int, value: Any, acks: str = "all") -> int:
+        """Append value to key; -> its offset. `acks` is 0 | 1 | all where the system has it."""
+
+    async def poll(self, key: int, offset: int, max_records: int = 1000) -> list[tuple[int, Any]]:
+        """Committed records of key from offset on: [(offset, value)]."""
+
+    async def end_offset(self, key: int) -> int:
+        """One past the last record of key a consumer can read."""
+
+    async def close(self) -> None: ...
+
+
+# -- capabilities -------------------------------------------------------------
+@runtime_checkable
+class Process(Protocol):
+    """The system's process on a node (blocking calls; run them in a thread)."""
+
+    def start(self, node: str) -> None:
+        """Start the node's process (with the environment `DB.set_env` gave it)."""
+
+    def kill(self, node: str) -> None:
+        """SIGKILL; a no-op if it is not running."""
+
+    def running(self, node: str) -> bool: ...
+
+
+@runtime_checkable
+class Pausable(Protocol):
+    def pause(self, node: str) -> None: ...
+
+    def resume(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class Inspector(Protocol):
+    """Looks inside the system, for sampling, scenario conditions and checkers.
+    Each method belongs to one capability (INSPECT, DUMP, CHECKPOINTS, EVENTS)."""
+
+    async def state(self, node: str) -> dict[int, ReplicaState] | None:
+        """INSPECT: the node's replicas by key; None if it does not answer."""
+
+    async def dump(self, node: str) -> dict | None:
+        """DUMP: `nodes/<node>/dump.json` (docs/interfaces.md "Dump")."""
+
+    def checkpoints(self, node: str) -> dict[int, int]:
+        """CHECKPOINTS: the HW per key the node last persisted ({} if none yet)."""
+
+    def events(self, node_dir: Path, node: str) -> list[dict]:
+        """EVENTS: from the logs collected into node_dir, time-ordered dicts
+        {"time": ISO-8601 wall time, "node", "key", "event": "truncate" | "isr-shrink" | "isr-expand", ...}
+        (truncate: from, to; isr-shrink: isr, out; isr-expand: isr, replica, leo, hw)."""
+
+
+# -- the system on a cluster ---------------------------------------------------
+@runtime_checkable
+class DB(Protocol):
+    """A system set up on the hosts of one cluster."""
+
+    system: "System"
+    nodes: list[str]                   # data nodes n1..nN (fault targets)
+    hosts: list[str]                   # every host of the system (nodes + roles)
+    process: Process | None
+    pausable: Pausable | None
+    inspector: Inspector | None
+
+    def setup(self) -> None:
+        """Install on every host and start every process (blocking)."""
+
+    def teardown(self) -> None:
+        """Stop every process (graceful, then SIGKILL). Idempotent."""
+
+    def startup_problem(self) -> str | None:
+        """One line if a process exited while starting (then waiting is pointless)."""
+
+    def client(self, request_timeout: float = 5.0) -> LogClient:
+        """A fresh client; connects to the endpoints lazily."""
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        """Addresses the clients use (bootstrap)."""
+
+    def data_dir(self, node: str) -> str:
+        """The node's on-disk state on its host (the faults layer may mount there
+        before setup, e.g. a FUSE layer for power faults)."""
+
+    def data_files(self, node: str) -> list[str]:
+        """Globs (on the host) of the files that hold the node's data (corrupt faults)."""
+
+    def set_env(self, node: str, env: dict[str, str]) -> None:
+        """Environment added to the node's process from its next start on
+        (libfaketime: LD_PRELOAD, FAKETIME); {} removes it."""
+
+    def collect(self, node: str, dest: Path) -> None:
+        """Copy the node's logs (and checkpoint files etc.) into dest = store/nodes/<node>/."""
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """The hosts a system needs: data nodes plus named role hosts."""
+
+    nodes: list[str]                                        # n1..nN
+    roles: dict[str, str] = field(default_factory=dict)     # role -> host, e.g. {"controller": "ctl"}
+
+    @property
+    def hosts(self) -> list[str]:
+        return [*self.roles.values(), *self.nodes]
+
+
+def data_nodes(n: int) -> list[str]:
+    return [f"n{i}" for i in range(1, n + 1)]
+
+
+class SystemOptions(BaseModel):
+    """Base of a system's options model (the spec's `system_options`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What the spec says about the system's shape (the same for every system)."""
+
+    nodes: int = 3
+    keys: int = 3
+    replication_factor: int = 3
+    settings: dict = field(default_factory=dict)   # the system's own setting names
+
+
+@dataclass(frozen=True)
+class System:
+    """A registered system under test (entry-point group `replog.systems`)."""
+
+    name: str
+    description: str
+    options: type[SystemOptions]
+    capabilities: frozenset[str]
+    faults: frozenset[str]                            # fault names (replog.faults) it supports
+    make_db: Callable[["Cluster", HostPlan, RunShape, SystemOptions], DB]
+    roles: dict[str, str] = field(default_factory=dict)   # role -> host name added to n1..nN
+    code: tuple[str, ...] = ()                        # folders (repo-relative) installed on the hosts
+    check_settings: Callable[[dict, SystemOptions], None] | None = None  # ValueError, one line
+    setting_value: Callable[[str, dict, SystemOptions], float] | None = None  # effective value of a setting
+
+    def host_plan(self, nodes: int, options: SystemOptions | None = None) -> HostPlan:
+        return HostPlan(data_nodes(nodes), dict(self.roles))
+
+    def has(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def require(self, capability: str, needed_for: str = "") -> None:
+        if capability not in self.capabilities:
+            raise Unsupported(self.name, capability, needed_for)
+
+    def require_fault(self, fault: str) -> None:
+        if fault not in self.faults:
+            raise Unsupported(self.name, f"fault {fault}", "the nemesis")
+
+    def parse_options(self, data: dict | None) -> SystemOptions:
+        return self.options.model_validate(data or {})
+
+
+def require(db: DB, capability: str, needed_for: str = ""):
+    """The capability object of a set-up system, or Unsupported."""
+    db.system.require(capability, needed_for)
+    obj = {PROCESS: db.process, PAUSE: db.pausable}.get(capability, db.inspector)
+    if obj is None:
+        raise Unsupported(db.system.name, capability, needed_for)
+    return obj

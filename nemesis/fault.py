@@ -1,0 +1,145 @@
+"""What a fault is, for the random schedule and for scenario scripts alike.
+
+A fault is one module plus one registration (entry-point group
+`replog.faults`, pyproject.toml) of a `FaultKind`: its name, the history op
+names of its start and stop, its colour in the reports, the capabilities of
+the system it needs, how the random schedule picks its targets, how a
+scenario step's argument is read, and `make(env) -> Fault` for one run.
+
+The same `Fault` object is driven by the random schedule (`choose` a target,
+`start`, later `stop(None)`) and by scenario steps (`start(target)` /
+`stop(target)` with nodes the script named); `nemesis.nemesis.Nemesis` is
+the one place that calls them and writes the nemesis ops to the history.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from harness.sut import DB, HostPlan
+
+# Target specs (Jepsen's node specs): which nodes a random fault hits.
+ONE, MINORITY, MAJORITY, ALL, LEADER = "one", "minority", "majority", "all", "leader"
+DEFAULT_TARGETS = (ONE, ONE, MINORITY, MAJORITY, ALL, LEADER)  # one twice: drawn more often
+
+
+class FaultArgError(ValueError):
+    """A scenario step's argument this fault cannot read; one line."""
+
+
+@dataclass
+class Target:
+    """Where a fault acts: resolved node names, plus what else the fault needs
+    (a partition's grudge graph, a clock offset, a file pattern)."""
+
+    nodes: list[str]
+    detail: Any = None
+    spec: str = "scripted"   # how it was chosen: one | minority | ... | scripted
+
+
+@dataclass
+class View:
+    """What the random schedule knows when it picks a target."""
+
+    plan: HostPlan
+    leader: str | None = None   # leader of a random key, if the system can tell
+
+
+@dataclass
+class FaultEnv:
+    """What a fault gets for one run."""
+
+    db: DB
+    remotes: dict                 # host -> harness.cluster.base.Remote
+    plan: HostPlan
+    interval: float = 10.0        # the schedule's interval (random restarts are staggered over half of it)
+    log: Callable[[str], None] = lambda m: None
+
+
+class Request(Protocol):
+    """A scenario step's parsed argument: node references, resolved when the step runs."""
+
+    def refs(self) -> list[str]: ...
+
+    def resolve(self, node: Callable[[str], str], plan: HostPlan) -> Target: ...
+
+
+@dataclass
+class NodesRequest:
+    """The usual step argument: a node reference or a list of them."""
+
+    names: list[str]
+
+    def refs(self) -> list[str]:
+        return list(self.names)
+
+    def resolve(self, node, plan) -> Target:
+        return Target([node(r) for r in self.names])
+
+
+def parse_nodes(arg: Any, step: str) -> NodesRequest:
+    refs = [arg] if isinstance(arg, str) else arg
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+        raise FaultArgError(f"takes a node or a list of nodes, e.g. {step}: leader of key 0")
+    return NodesRequest(refs)
+
+
+class Fault(Protocol):
+    """One fault kind on one run's cluster. `start`/`stop` block (they run in a thread)."""
+
+    kind: "FaultKind"
+
+    def choose(self, rng: random.Random, view: View) -> Target:
+        """The random schedule's target."""
+
+    def start(self, target: Target) -> Any:
+        """Apply the fault; -> the value of the history's start op."""
+
+    def stop(self, target: Target | None, rng: random.Random, record: Callable[[str, Any], None]) -> None:
+        """Undo it on target's nodes (None: everything this fault did), writing
+        its stop op(s) with record(f, value)."""
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """A registered fault (`replog.faults`)."""
+
+    name: str                                  # --nemesis name and scenario start step
+    start: str                                 # history f of the start op
+    stop: str                                  # history f of the stop op
+    colour: str                                # report shading (CSS colour)
+    make: Callable[[FaultEnv], Fault]
+    description: str = ""
+    needs: tuple[str, ...] = ()                # capabilities of the system (harness.sut)
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    stop_step: str | None = None               # scenario step that stops it (default: `stop`)
+    parse_start: Callable[[Any], Request] | None = None   # step argument -> Request (default: nodes)
+    parse_stop: Callable[[Any], Request | None] | None = None
+    extra: dict = field(default_factory=dict)  # anything else a fault wants to declare
+
+    @property
+    def stop_step_name(self) -> str:
+        return self.stop_step or self.stop
+
+    def parse(self, arg: Any, stopping: bool) -> Request | None:
+        """A scenario step's argument (FaultArgError, one line)."""
+        parser = self.parse_stop if stopping else self.parse_start
+        if parser is not None:
+            return parser(arg)
+        return parse_nodes(arg, self.stop_step_name if stopping else self.name)
+
+
+def pick(spec: str, nodes: list[str], rng: random.Random, leader: str | None) -> list[str]:
+    """Nodes for a target spec: one, minority, majority, all, leader (falls back to one)."""
+    n = len(nodes)
+    if spec == LEADER and leader:
+        return [leader]
+    size = {ONE: 1, MINORITY: max(1, (n - 1) // 2), MAJORITY: n // 2 + 1, ALL: n}.get(spec, 1)
+    return sorted(rng.sample(nodes, size))
+
+
+def choose_nodes(kind: FaultKind, rng: random.Random, view: View) -> Target:
+    """The usual random choice: a target spec of the kind, then data nodes for it."""
+    spec = rng.choice(kind.targets)
+    return Target(pick(spec, view.plan.nodes, rng, view.leader), spec=spec)

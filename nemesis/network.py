@@ -1,0 +1,42 @@
+"""iptables partitions inside the hosts, built from Remote calls only, so
+every cluster backend gets them. Our own chain: heal flushes only our rules."""
+from __future__ import annotations
+
+import networkx as nx
+
+from nemesis import grudges
+
+CHAIN = "REPLOG-NEMESIS"
+
+
+class Network:
+    def __init__(self, remotes: dict):
+        self.remotes = remotes
+
+    def _ensure_chain(self, remote) -> None:
+        remote.run(["iptables", "-w", "-N", CHAIN], check=False)
+        if remote.run(["iptables", "-w", "-C", "INPUT", "-j", CHAIN], check=False).returncode != 0:
+            remote.run(["iptables", "-w", "-I", "INPUT", "-j", CHAIN])
+
+    def apply(self, g: nx.DiGraph) -> dict[str, list[str]]:
+        """Drop what the graph's grudge says (added to the rules in place); -> the grudge."""
+        grudge = grudges.grudge_of(g)
+        for node, sources in grudge.items():
+            if not sources:
+                continue
+            remote = self.remotes[node]
+            self._ensure_chain(remote)
+            for src in sorted(sources):
+                remote.run(["iptables", "-w", "-A", CHAIN, "-s", self.remotes[src].address, "-j", "DROP"])
+        return grudges.describe(g)
+
+    def heal(self) -> None:
+        for remote in self.remotes.values():
+            remote.run(["iptables", "-w", "-F", CHAIN], check=False)
+
+    def remove(self) -> None:
+        """Heal and take our chain out entirely (for hosts that outlive the run)."""
+        for remote in self.remotes.values():
+            remote.run(["iptables", "-w", "-D", "INPUT", "-j", CHAIN], check=False)
+            remote.run(["iptables", "-w", "-F", CHAIN], check=False)
+            remote.run(["iptables", "-w", "-X", CHAIN], check=False)

@@ -1,0 +1,63 @@
+"""The replica (this repository's `replica/`, Kafka's replication protocol in
+three generations) as a system under test.
+
+Hosts: the controller `ctl` (a role host) and brokers `n1..nN` (data nodes;
+broker id i runs on n<i>). Option `era` picks the protocol generation.
+Settings use Kafka's names and are checked by replica/config.py.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, PAUSE, PROCESS, System,
+                         SystemOptions)
+
+ERAS = ("hw", "kip101", "epoch")
+CONTROLLER = "ctl"
+
+
+class ReplicaOptions(SystemOptions):
+    era: Literal["hw", "kip101", "epoch"] = "epoch"
+
+
+def _make_db(cluster, plan, shape, options):
+    from systems.replica.db import ReplicaDb
+
+    return ReplicaDb(cluster, plan, shape, options)
+
+
+def check_settings(settings: dict, options: ReplicaOptions) -> None:
+    """Kafka setting names and types, by the replica's own rules (ValueError, one line)."""
+    from replica import config
+
+    try:
+        config.build(options.era, settings)
+    except config.ConfigError as e:
+        raise ValueError(str(e)) from None
+
+
+def setting_value(name: str, settings: dict, options: ReplicaOptions) -> float:
+    """The effective value of a setting (the era's default when not set)."""
+    from replica import config
+
+    try:
+        values = config.build(options.era, settings)
+    except config.ConfigError as e:
+        raise ValueError(str(e)) from None
+    if name not in values:
+        raise ValueError(f"unknown setting {name!r}")
+    return float(values[name])
+
+
+SYSTEM = System(
+    name="replica",
+    description="replica/: Kafka-style replicated log (eras hw, kip101, epoch), controller ctl + brokers n1..nN",
+    options=ReplicaOptions,
+    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES}),
+    faults=frozenset({"kill", "pause", "partition"}),
+    make_db=_make_db,
+    roles={"controller": CONTROLLER},
+    code=("replica",),
+    check_settings=check_settings,
+    setting_value=setting_value,
+)

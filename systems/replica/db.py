@@ -1,0 +1,155 @@
+"""The replica's controller and brokers on a cluster: install, start, signal
+and collect through Remote calls only (docs/interfaces.md, "Replica
+processes"), so it works on every backend. Implements harness.sut.DB,
+Process and Pausable."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from harness.sut import HostPlan, RunShape
+from systems.replica.client import ReplicaLogClient
+from systems.replica.inspector import ReplicaInspector
+
+BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
+REPO_DIR = Path(__file__).resolve().parents[2]  # the folder that contains replica/
+
+
+class ReplicaDb:
+    def __init__(self, cluster, plan: HostPlan, shape: RunShape, options):
+        from systems.replica import SYSTEM
+
+        self.system = SYSTEM
+        self.cluster = cluster
+        self.era = options.era
+        self.controller = plan.roles["controller"]
+        self.nodes = list(plan.nodes)
+        self.hosts = [self.controller, *self.nodes]
+        self.settings = dict(shape.settings)
+        self.env: dict[str, dict[str, str]] = {}
+        self.process = self
+        self.pausable = self
+        self.inspector = ReplicaInspector(self)
+
+    # -- addresses -------------------------------------------------------
+    def broker_id(self, node: str) -> int:
+        return int(node[1:])
+
+    def address(self, node: str) -> tuple[str, int]:
+        port = CONTROLLER_PORT if node == self.controller else BROKER_PORT
+        return self.cluster.remotes[node].address, port
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        """Brokers, then the controller (topics are created through it)."""
+        return [self.address(n) for n in self.nodes] + [self.address(self.controller)]
+
+    def client(self, request_timeout: float = 5.0) -> ReplicaLogClient:
+        return ReplicaLogClient(self.endpoints(), request_timeout)
+
+    def node_dir(self, node: str) -> str:
+        return os.path.join(self.cluster.layout.work_dir, node)
+
+    def data_dir(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), "data")
+
+    def data_files(self, node: str) -> list[str]:
+        """Segments, indexes and checkpoints of every partition of the node."""
+        d = self.data_dir(node)
+        return [os.path.join(d, "*", "*.log"), os.path.join(d, "*", "*.index"), os.path.join(d, "*checkpoint"),
+                os.path.join(d, "*", "*checkpoint")]
+
+    def log_path(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), "controller.log" if node == self.controller else "broker.log")
+
+    def set_env(self, node: str, env: dict[str, str]) -> None:
+        self.env[node] = dict(env)
+
+    # -- lifecycle -------------------------------------------------------
+    def _argv(self, node: str) -> list[str]:
+        py = self.cluster.layout.python
+        host, port = self.address(node)
+        sets = [a for k, v in sorted(self.settings.items()) for a in ("--set", f"{k}={_fmt(v)}")]
+        if node == self.controller:
+            return [py, "-m", "replica.controller", "--listen", f"{host}:{port}", "--data-dir",
+                    self.data_dir(node), "--era", self.era, *sets]
+        chost, cport = self.address(self.controller)
+        return [py, "-m", "replica.broker", "--id", str(self.broker_id(node)), "--listen", f"{host}:{port}",
+                "--controller", f"{chost}:{cport}", "--data-dir", self.data_dir(node), "--era", self.era, *sets]
+
+    def setup(self) -> None:
+        self.cluster.install_code(str(REPO_DIR))
+        for n in self.hosts:
+            self.start(n)
+
+    def start(self, node: str) -> None:
+        remote = self.cluster.remotes[node]
+        remote.run(["mkdir", "-p", self.data_dir(node)])
+        env = {"PYTHONPATH": self.cluster.layout.code_dir, "PYTHONUNBUFFERED": "1", **self.env.get(node, {})}
+        remote.start_daemon(node, self._argv(node), self.log_path(node), env=env)
+
+    def running(self, node: str) -> bool:
+        return self.cluster.remotes[node].daemon_running(node)
+
+    def kill(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGKILL)
+
+    def pause(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGSTOP)
+
+    def resume(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGCONT)
+
+    def startup_problem(self) -> str | None:
+        for node in self.hosts:
+            if not self.running(node):
+                out = self.cluster.remotes[node].run(["tail", "-n", "5", self.log_path(node)], check=False).stdout
+                return f"the replica on {node} exited at startup: {_last_line(out)}"
+        return None
+
+    def teardown(self, grace: float = 5.0) -> None:
+        """SIGTERM (after SIGCONT, in case one is paused), then SIGKILL."""
+        nodes = self.nodes + [self.controller]
+        for n in nodes:
+            r = self.cluster.remotes[n]
+            r.signal(n, signal.SIGCONT)
+            r.signal(n, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(self.running(n) for n in nodes):
+            time.sleep(0.1)
+        for n in nodes:
+            if self.running(n):
+                self.kill(n)
+
+    def collect(self, node: str, dest: Path) -> None:
+        """The node's log and its Kafka-format checkpoint files."""
+        dest.mkdir(parents=True, exist_ok=True)
+        remote = self.cluster.remotes[node]
+        name = os.path.basename(self.log_path(node))
+        try:
+            remote.get(self.log_path(node), str(dest / name))
+        except Exception:  # never started, or the host is gone
+            pass
+        if node == self.controller:
+            return
+        data = self.data_dir(node)
+        out = remote.run(["find", data, "-name", "*checkpoint"], check=False)
+        for path in out.stdout.split():
+            try:
+                remote.get(path, str(dest / "checkpoints" / os.path.relpath(path, data)))
+            except Exception:
+                pass
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _last_line(text: str) -> str:
+    """Last non-empty line of a log tail, for one-line errors."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(empty log)"

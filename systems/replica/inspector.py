@@ -1,0 +1,114 @@
+"""harness.sut.Inspector for the replica: the brokers' debug State and Dump
+APIs, the replication-offset-checkpoint files, and the brokers' log lines
+(truncations, ISR changes), all normalised to node names and integer keys."""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harness.sut import ReplicaState
+
+TOPIC = "log"
+CHECKPOINT_FILE = "replication-offset-checkpoint"
+_TRUNCATED = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): truncated from leo (\d+) to (\d+)")
+_SHRINK = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): shrinking ISR \[([\d, ]*)\]: \[([\d, ]*)\] out of sync")
+_EXPAND = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): expanding ISR \[([\d, ]*)\] with (\d+) "
+                     r"\(leo (\d+) >= hw (\d+)\)")
+
+
+def replica_state(part: dict) -> ReplicaState:
+    leader = part.get("leader")
+    return ReplicaState(key=int(part["partition"]), role=part.get("role") or "none",
+                        leader=None if leader is None else f"n{leader}", epoch=part.get("leader_epoch"),
+                        leo=part.get("leo"), hw=part.get("hw"), log_start=part.get("log_start"),
+                        isr=tuple(f"n{b}" for b in part.get("isr") or ()))
+
+
+class ReplicaInspector:
+    def __init__(self, db):
+        self.db = db
+        self._client = None  # made in the event loop that uses it
+
+    def _raw(self):
+        if self._client is None:
+            from replica import client as rc
+
+            self._client = rc.Client(bootstrap=self.db.endpoints(), request_timeout=1.0)
+        return self._client
+
+    async def state(self, node: str, timeout: float = 0.5) -> dict[int, ReplicaState] | None:
+        try:
+            st = await asyncio.wait_for(self._raw().state(self.db.broker_id(node)), timeout)
+        except Exception:
+            return None
+        return {int(p["partition"]): replica_state(p) for p in st.get("partitions", []) if p.get("topic") == TOPIC}
+
+    async def dump(self, node: str, timeout: float = 10.0) -> dict | None:
+        from replica import client as rc
+
+        client = rc.Client(bootstrap=self.db.endpoints(), request_timeout=timeout)
+        try:
+            return await asyncio.wait_for(client.dump(self.db.broker_id(node)), timeout)
+        except Exception:
+            return None
+        finally:
+            try:
+                await asyncio.wait_for(client.close(), 2.0)
+            except Exception:
+                pass
+
+    def checkpoints(self, node: str) -> dict[int, int]:
+        from replica import storage
+
+        path = os.path.join(self.db.data_dir(node), CHECKPOINT_FILE)
+        with tempfile.TemporaryDirectory() as tmp:
+            local = os.path.join(tmp, CHECKPOINT_FILE)
+            try:
+                self.db.cluster.remotes[node].get(path, local)
+                offsets = storage.read_offset_checkpoint(local)
+            except (OSError, RuntimeError, storage.StorageError, subprocess.SubprocessError):
+                return {}  # not written yet, or the node is unreachable right now
+        return {p: hw for (t, p), hw in offsets.items() if t == TOPIC}
+
+    def events(self, node_dir: Path, node: str) -> list[dict]:
+        return log_events(node_dir / "broker.log", node)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                await asyncio.wait_for(client.close(), 2.0)
+            except Exception:
+                pass
+
+
+def log_events(path: Path, node: str) -> list[dict]:
+    """Truncations and ISR changes from one broker's log, in file order."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        m = _TRUNCATED.match(line)
+        if m:
+            out.append({"time": m.group(1), "node": node, "key": int(m.group(4)), "event": "truncate",
+                        "from": int(m.group(5)), "to": int(m.group(6))})
+            continue
+        m = _SHRINK.match(line)
+        if m:
+            out.append({"time": m.group(1), "node": node, "key": int(m.group(4)), "event": "isr-shrink",
+                        "isr": _nodes(m.group(5)), "out": _nodes(m.group(6))})
+            continue
+        m = _EXPAND.match(line)
+        if m:
+            out.append({"time": m.group(1), "node": node, "key": int(m.group(4)), "event": "isr-expand",
+                        "isr": _nodes(m.group(5)), "replica": f"n{m.group(6)}",
+                        "leo": int(m.group(7)), "hw": int(m.group(8))})
+    return out
+
+
+def _nodes(text: str) -> list[str]:
+    return [f"n{x}" for x in text.replace(",", " ").split()]
