@@ -10,7 +10,9 @@ getOrCreate returns the running one), so the JVM starts once per test run.
 from __future__ import annotations
 
 import os
+import socket
 import sys
+from urllib.parse import urlsplit
 
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_log4j2.properties")
 DEFAULT_MASTER = "local[2]"
@@ -36,6 +38,44 @@ JIT_THRESHOLDS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=
                   "-XX:Tier4BackEdgeThreshold=400000")
 
 
+MASTER_CONNECT_TIMEOUT = 3.0
+"""Seconds to wait for a standalone master's port before giving up (Spark itself
+retries registration for 60 s and then prints a Java stack trace)."""
+
+
+class SparkMasterError(ValueError):
+    """No Spark master answers at the given URL; the message names it and the fix."""
+
+
+def resolve_master(master: str | None = None) -> str:
+    """The master to use: the given one, else $CHECKERS_SPARK_MASTER, else local[2]."""
+    return master or os.environ.get("CHECKERS_SPARK_MASTER") or DEFAULT_MASTER
+
+
+def check_master(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> None:
+    """Fail fast, in one line, when a standalone master (spark://host:port[,host:port]) does
+    not accept a TCP connection. Other masters (local, yarn, k8s) are not probed."""
+    if not master.startswith("spark://"):
+        return
+    problems = []
+    for address in master[len("spark://"):].split(","):
+        parts = urlsplit("//" + address)
+        try:
+            host, port = parts.hostname, parts.port or 7077
+        except ValueError:
+            raise SparkMasterError(f"--master {master}: {address!r} is not host:port; "
+                                   f"give spark://HOST:PORT, e.g. spark://127.0.0.1:7077") from None
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return  # one live master of a list is enough (standby masters are allowed)
+        except OSError as err:
+            reason = err.strerror or f"no answer in {timeout:g} s"
+            problems.append(f"{host}:{port} ({reason})")
+    raise SparkMasterError(
+        f"no Spark master answers at {master}: {', '.join(problems)}; start one "
+        f"(spark-class org.apache.spark.deploy.master.Master) or use --master local[2]")
+
+
 def spark_session(master: str | None = None, driver_memory: str | None = None,
                   shuffle_partitions: int | None = None, app_name: str = "checkers"):
     """Return the process-wide SparkSession, creating it on first use.
@@ -53,7 +93,9 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
     # The Python workers must use this interpreter, not whatever `python3` is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    master = master or os.environ.get("CHECKERS_SPARK_MASTER") or DEFAULT_MASTER
+    master = resolve_master(master)
+    if SparkSession.getActiveSession() is None:
+        check_master(master)
     memory = driver_memory or os.environ.get("CHECKERS_SPARK_DRIVER_MEMORY") or DEFAULT_DRIVER_MEMORY
     partitions = shuffle_partitions or int(os.environ.get("CHECKERS_SPARK_SHUFFLE_PARTITIONS", "8"))
     builder = (

@@ -124,7 +124,9 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     {"valid": "unknown", "error": ...} instead of stopping the campaign.
     """
     from checkers.spark_check import check_runs
+    from checkers.spark_session import check_master, resolve_master
 
+    check_master(resolve_master(master))  # before any conversion: fail fast, in one line
     prepared, out = {}, {}
     for store_dir in store_dirs:
         run = os.path.abspath(store_dir)

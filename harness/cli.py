@@ -103,6 +103,8 @@ def check(
         fail(f"--engine {engine!r}: use local or spark")
     try:
         results = verdict.check_store(path, engine=engine, master=master)
+    except ValueError as e:  # bad input: a malformed history line, an unreachable master
+        fail(str(e))
     except Exception as e:
         fail(f"checking {path} failed: {type(e).__name__}: {e}")
     typer.echo(verdict.summary(results))
@@ -200,7 +202,10 @@ def campaign(
     runs = sorted({str(p.parent) for p in root.rglob("history.jsonl") if "latest" not in p.parts})
     if not runs:
         fail(f"no runs (history.jsonl) under {root}; give the folder that `harness run --store` wrote")
-    results = check_campaign(runs, master=master, skip_bad=True)
+    try:
+        results = check_campaign(runs, master=master, skip_bad=True)
+    except ValueError as e:  # an unreachable Spark master
+        fail(str(e))
     worst = 0
     for run, res in sorted(results.items()):
         code = {True: 0, False: 1}.get(res.get("valid"), 2)
