@@ -1,4 +1,4 @@
-"""Shared fixtures of the report tests: synthetic stores and one headless Chromium."""
+"""Shared fixtures of the report tests: synthetic stores and one headless Chromium (Playwright)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def browser():
     exe = chromium_path()
     if exe is None:
         pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    pytest.importorskip("websocket", reason="websocket-client is not installed")
+    pytest.importorskip("playwright", reason="playwright is not installed (pyproject test extra)")
     b = Browser(exe)
     try:
         yield b

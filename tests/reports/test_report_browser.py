@@ -135,7 +135,7 @@ def test_index_sorts_and_filters(browser, store_root, built, screenshot_dir):
         assert order == sorted(order, key=int, reverse=True) and order[0] != order[-1]
         assert browser.evaluate(page, f"{rows}.every(r => r.querySelector('a[href$=\"report.html\"]'))")
         browser.screenshot(page, screenshot_dir / "index.png")
-        assert browser.errors(page.session) == []
+        assert browser.errors(page) == []
     finally:
         browser.close_page(page)
 
