@@ -96,6 +96,14 @@ def netns_pids(ns: str) -> list[int]:
     return [int(p) for p in out.stdout.split()] if out.returncode == 0 else []
 
 
+def _mounted(path: str) -> bool:
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return False
+    return any(line.split()[1] == path for line in lines if len(line.split()) > 1)
+
+
 def release(record: RunRecord) -> list[str]:
     """Remove everything the record lists; return what was removed. Idempotent."""
     res = record.data["resources"]
@@ -116,6 +124,12 @@ def release(record: RunRecord) -> list[str]:
                 done.append(f"process {pid} in {ns}")
             except ProcessLookupError:
                 pass
+    # 1b. FUSE mounts (lazyfs, for power faults): their daemons are dead by now,
+    # so the mounts answer ENOTCONN; a lazy unmount always works.
+    for r in reversed(res):
+        if r["kind"] == "fuse-mount" and _mounted(r["path"]):
+            _quiet(["umount", "-l", r["path"]])
+            done.append(f"mount {r['path']}")
     # 2. Host iptables rules (rules inside a namespace die with it).
     for r in reversed(res):
         if r["kind"] == "host-iptables":

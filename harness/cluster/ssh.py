@@ -184,13 +184,14 @@ def kill_and_remove_script(base_dir: str) -> str:
     (if it is still the same process), take out the nemesis's iptables chain
     (hosts outlive the run), then remove base_dir."""
     from nemesis.faults import CHAIN
+    from nemesis.lazyfs.mounts import unmount_script
     q, chain = shlex.quote(base_dir), shlex.quote(CHAIN)
     return (f"for f in {q}/daemons/*.pid; do [ -f \"$f\" ] || continue; read pid st < \"$f\"; "
             f"s=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f20); "
             f"[ \"$s\" = \"$st\" ] && kill -9 \"$pid\"; done; "
             f"if command -v iptables >/dev/null && iptables -w -n -L {chain} >/dev/null 2>&1; then "
             f"iptables -w -D INPUT -j {chain} 2>/dev/null; iptables -w -F {chain}; "
-            f"iptables -w -X {chain}; fi; rm -rf {q}; true")
+            f"iptables -w -X {chain}; fi; {unmount_script(base_dir)}; rm -rf {q}; true")
 
 
 def release_ssh(resources: list[dict]) -> list[str]:
