@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 say() { echo "setup: $*" >&2; }
 
 # fuse3 + libfuse3-3: lazyfs (power faults); libfaketime: clock faults; iproute2 has tc (packet faults)
-DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless chromium fuse3 libfuse3-3 libfaketime)
+# nats-server: the NATS JetStream system under test (systems/nats)
+DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless chromium fuse3 libfuse3-3 libfaketime nats-server)
 missing=()
 for p in "${DEBS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
