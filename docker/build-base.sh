@@ -2,7 +2,8 @@
 # Build the docker backend's images without any image registry.
 #
 #   1. base image  harness-base:bookworm  - debootstrap of a minimal Debian
-#      (bookworm, minbase + python3 iproute2 iptables openssh-server procps)
+#      (bookworm, minbase + python3 iproute2 iptables openssh-server procps
+#      nats-server)
 #      from the Debian mirror apt already uses on this machine, then
 #      `docker import`.
 #   2. node image  harness-node:latest    - docker/Dockerfile on top of it,
@@ -23,7 +24,9 @@ BASE_IMAGE="${HARNESS_BASE_IMAGE:-harness-base:bookworm}"
 NODE_IMAGE="${HARNESS_NODE_IMAGE:-harness-node:latest}"
 ROOTFS="${ROOTFS_DIR:-/var/tmp/harness-rootfs}"
 SUITE=bookworm
-PACKAGES=python3,iproute2,iptables,openssh-server,procps
+PACKAGES=python3,iproute2,iptables,openssh-server,procps,nats-server
+# What every image must hold; an older image without one of these is rebuilt.
+REQUIRED=(/usr/bin/python3 /usr/sbin/sshd /usr/sbin/nats-server)
 LABEL=harness.image=1
 LOGFILE="${TMPDIR:-/tmp}/harness-debootstrap.log"
 FORCE=0
@@ -56,9 +59,19 @@ if [ "$FORCE" = 1 ]; then
     docker image rm -f "$NODE_IMAGE" "$BASE_IMAGE" >/dev/null 2>&1 || true
 fi
 
+has_required() {  # image holds every REQUIRED file (one container, no network)
+    local checks="true" f
+    for f in "${REQUIRED[@]}"; do checks="$checks && test -x $f"; done
+    docker run --rm --network none --entrypoint /bin/sh "$1" -c "$checks" >/dev/null 2>&1
+}
+
 if image_exists "$NODE_IMAGE"; then
-    say "$NODE_IMAGE exists; nothing to do (--force rebuilds)"
-    exit 0
+    if has_required "$NODE_IMAGE"; then
+        say "$NODE_IMAGE exists; nothing to do (--force rebuilds)"
+        exit 0
+    fi
+    say "$NODE_IMAGE lacks one of ${REQUIRED[*]}: rebuilding it and its base"
+    docker image rm -f "$NODE_IMAGE" "$BASE_IMAGE" >/dev/null 2>&1 || true
 fi
 
 if ! image_exists "$BASE_IMAGE"; then

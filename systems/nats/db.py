@@ -1,0 +1,193 @@
+"""nats-server on a cluster's hosts, through Remote calls only, so it works
+on every backend. Implements harness.sut.DB, Process and Pausable.
+
+Per node, under <work_dir>/<node>/: `nats.conf` (systems/nats/config.py),
+`nats.log` (the server's stderr), and `data/` (the JetStream store and
+nothing else, so a faults layer may mount there before setup).
+
+The binary: the host's own `nats-server` (Debian's package; the docker node
+image has it). A host without one gets this machine's binary uploaded (the
+Debian build links only glibc, so it runs on any glibc x86-64 host); when
+this machine has none either, setup stops with one line naming the host
+and the fix.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from harness.cluster.base import ClusterError
+from harness.sut import HostPlan, RunShape
+from systems.nats.client import NatsLogClient
+from systems.nats.config import CLIENT_PORT, NodeAddress, render
+from systems.nats.inspector import NatsInspector
+
+CONF = "nats.conf"
+LOG = "nats.log"
+INSTALL_HINT = "install it: apt-get install nats-server (scripts/setup.sh does)"
+
+
+class NatsMissing(ClusterError):
+    """No nats-server on a host, and none here to upload."""
+
+
+class NatsDb:
+    def __init__(self, cluster, plan: HostPlan, shape: RunShape, options):
+        from systems.nats import SYSTEM
+
+        self.system = SYSTEM
+        self.cluster = cluster
+        self.options = options
+        self.nodes = list(plan.nodes)
+        self.hosts = list(plan.nodes)
+        self.settings = dict(shape.settings)
+        self.env: dict[str, dict[str, str]] = {}
+        self.binary: dict[str, str] = {}
+        self.process = self
+        self.pausable = self
+        self.inspector = NatsInspector(self)
+
+    # -- where things are ------------------------------------------------
+    def address(self, node: str) -> tuple[str, int]:
+        return self.cluster.remotes[node].address, CLIENT_PORT
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        return [self.address(n) for n in self.nodes]
+
+    def servers(self) -> list[str]:
+        return [f"nats://{h}:{p}" for h, p in self.endpoints()]
+
+    def client(self, request_timeout: float = 5.0) -> NatsLogClient:
+        return NatsLogClient(self.servers(), request_timeout, storage=self.options.storage)
+
+    def node_dir(self, node: str) -> str:
+        return os.path.join(self.cluster.layout.work_dir, node)
+
+    def data_dir(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), "data")
+
+    def data_files(self, node: str) -> list[str]:
+        """JetStream's files: per stream the message blocks (*.blk), their
+        indexes (*.idx) and the stream metadata (meta.inf, meta.sum); per Raft
+        group (the meta group `_meta_` and one per stream) the log blocks,
+        indexes, peer/term state (peers.idx, tav.idx) and snapshots."""
+        js = os.path.join(self.data_dir(node), "jetstream")
+        streams = os.path.join(js, "*", "streams", "*")
+        raft = os.path.join(js, "$SYS", "_js_", "*")
+        return [os.path.join(streams, "msgs", "*.blk"), os.path.join(streams, "msgs", "*.idx"),
+                os.path.join(streams, "meta.*"), os.path.join(streams, "obs", "*", "*"),
+                os.path.join(raft, "msgs", "*.blk"), os.path.join(raft, "msgs", "*.idx"),
+                os.path.join(raft, "*.idx"), os.path.join(raft, "meta.*"),
+                os.path.join(raft, "snapshots", "*")]
+
+    def conf_path(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), CONF)
+
+    def log_path(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), LOG)
+
+    def set_env(self, node: str, env: dict[str, str]) -> None:
+        self.env[node] = dict(env)
+
+    # -- install -----------------------------------------------------------
+    def _find_binary(self, node: str) -> str:
+        """The host's nats-server, or this machine's uploaded to the host."""
+        remote = self.cluster.remotes[node]
+        name = self.options.server_binary
+        probe = remote.run(["sh", "-c", f"command -v {name} || command -v /usr/sbin/{os.path.basename(name)}"],
+                           check=False)
+        found = probe.stdout.strip().splitlines()
+        if probe.returncode == 0 and found:
+            return found[0]
+        local = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+        if not _separate_filesystem(remote):
+            raise NatsMissing(f"host {node} (a network namespace on this machine) has no {name}; "
+                              f"{INSTALL_HINT}")
+        if local is None:
+            raise NatsMissing(f"host {node} ({remote.address}) has no {name} and this machine has none to "
+                              f"upload; {INSTALL_HINT} on {node} or here")
+        dest = os.path.join(self.cluster.layout.work_dir, "bin", "nats-server")
+        remote.run(["mkdir", "-p", os.path.dirname(dest)])
+        remote.put(local, dest)
+        remote.run(["chmod", "755", dest])
+        return dest
+
+    def install(self) -> None:
+        """Find (or upload) the binary on every host and write the configs."""
+        peers = [NodeAddress(n, self.cluster.remotes[n].address) for n in self.nodes]
+        with tempfile.TemporaryDirectory() as tmp:
+            for node, me in zip(self.nodes, peers):
+                self.binary[node] = self._find_binary(node)
+                remote = self.cluster.remotes[node]
+                remote.run(["mkdir", "-p", self.data_dir(node)])
+                local = os.path.join(tmp, f"{node}.conf")
+                Path(local).write_text(render(me, peers, self.data_dir(node), self.settings))
+                remote.put(local, self.conf_path(node))
+
+    def setup(self) -> None:
+        self.install()
+        for n in self.nodes:
+            self.start(n)
+
+    # -- processes -----------------------------------------------------------
+    def start(self, node: str) -> None:
+        remote = self.cluster.remotes[node]
+        argv = [self.binary[node], "-c", self.conf_path(node)]
+        remote.start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
+
+    def running(self, node: str) -> bool:
+        return self.cluster.remotes[node].daemon_running(node)
+
+    def kill(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGKILL)
+
+    def pause(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGSTOP)
+
+    def resume(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGCONT)
+
+    def startup_problem(self) -> str | None:
+        for node in self.nodes:
+            if node in self.binary and not self.running(node):
+                out = self.cluster.remotes[node].run(["tail", "-n", "5", self.log_path(node)], check=False).stdout
+                return f"nats-server on {node} exited at startup: {_last_line(out)}"
+        return None
+
+    def teardown(self, grace: float = 10.0) -> None:
+        """SIGCONT (a paused one), SIGTERM, then SIGKILL after `grace` s."""
+        for n in self.nodes:
+            r = self.cluster.remotes[n]
+            r.signal(n, signal.SIGCONT)
+            r.signal(n, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(self.running(n) for n in self.nodes):
+            time.sleep(0.1)
+        for n in self.nodes:
+            if self.running(n):
+                self.kill(n)
+
+    def collect(self, node: str, dest: Path) -> None:
+        """The server's log and its configuration."""
+        dest.mkdir(parents=True, exist_ok=True)
+        remote = self.cluster.remotes[node]
+        for path in (self.log_path(node), self.conf_path(node)):
+            try:
+                remote.get(path, str(dest / os.path.basename(path)))
+            except Exception:  # never started, or the host is gone
+                pass
+
+
+def _separate_filesystem(remote) -> bool:
+    """True for hosts reached over SSH (docker, ssh): a binary can be uploaded;
+    netns hosts share this machine's file system."""
+    return getattr(remote, "netns", None) is None and type(remote).__name__ != "LocalRemote"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(empty log)"

@@ -1,0 +1,96 @@
+"""harness.sut.Inspector for NATS JetStream, as far as JetStream allows.
+
+Per node, the server's monitoring endpoint `/jsz?accounts=true&streams=true`
+reports every stream replica the node hosts: its store state (first and last
+sequence: the replica's own log start and log end) and the cluster block as
+the node sees it (the leader; on the leader, each peer's `current` and lag).
+That is normalised per key like the replica's `State`, so the reports'
+leader and lag plots work: role leader/follower, leo = last sequence (offset
+of the last record + 1), log_start = first sequence - 1, isr = the leader's
+current peers plus itself. JetStream does not expose a replica's Raft commit
+index or term, so `hw` and `epoch` stay None (unknown).
+
+No dumps: JetStream cannot serve one chosen replica's contents (reads go to
+the stream leader; `allow_direct` gets are answered by whichever replica the
+queue group picks), so the replica-log diff is `unknown` for NATS.
+
+The endpoint is read with a 10-line HTTP/1.0 GET over asyncio streams: the
+standard library's urllib blocks, and a worker thread would not be inside
+the client's network namespace (setns is per thread).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+from harness.sut import ReplicaState
+from systems.nats.client import key_meta, key_of
+from systems.nats.config import MONITOR_PORT
+
+JSZ = "/jsz?accounts=true&streams=true"
+
+
+async def http_get_json(host: str, port: int, path: str, timeout: float) -> dict:
+    """GET http://host:port/path -> parsed JSON body (raises on any problem)."""
+    async def get() -> bytes:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(f"GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+            await writer.drain()
+            return await reader.read()
+        finally:
+            writer.close()
+    raw = await asyncio.wait_for(get(), timeout)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = head.split(b"\r\n", 1)[0]
+    if b" 200 " not in status + b" ":
+        raise OSError(f"{host}:{port}{path}: {status.decode(errors='replace')}")
+    return json.loads(body)
+
+
+def replica_states(node: str, jsz: dict) -> dict[int, ReplicaState]:
+    """The key -> ReplicaState view of one node's /jsz answer."""
+    out: dict[int, ReplicaState] = {}
+    for account in jsz.get("account_details") or ():
+        for stream in account.get("stream_detail") or ():
+            key = key_of(stream.get("name", ""))
+            if key is None:
+                continue
+            state = stream.get("state") or {}
+            meta = key_meta(stream.get("cluster"))
+            role = "leader" if meta.leader == node else ("follower" if meta.leader else "none")
+            first, last = state.get("first_seq"), state.get("last_seq")
+            out[key] = ReplicaState(
+                key=key, role=role, leader=meta.leader, epoch=None,
+                leo=None if last is None else int(last),
+                hw=None,
+                log_start=None if first is None else max(0, int(first) - 1),
+                isr=meta.isr if role == "leader" else ())
+    return out
+
+
+class NatsInspector:
+    def __init__(self, db):
+        self.db = db
+
+    async def jsz(self, node: str, timeout: float = 1.0) -> dict:
+        host = self.db.cluster.remotes[node].address
+        return await http_get_json(host, MONITOR_PORT, JSZ, timeout)
+
+    async def state(self, node: str, timeout: float = 0.5) -> dict[int, ReplicaState] | None:
+        try:
+            return replica_states(node, await self.jsz(node, timeout))
+        except (OSError, asyncio.TimeoutError, ValueError):
+            return None  # down, paused or cut off
+
+    async def dump(self, node: str) -> dict | None:
+        return None  # see the module docstring: not a capability of NATS
+
+    def checkpoints(self, node: str) -> dict[int, int]:
+        return {}
+
+    def events(self, node_dir, node: str) -> list[dict]:
+        return []
+
+    async def close(self) -> None:
+        return None
