@@ -20,8 +20,8 @@ CLUSTER_NAME = "replog"
 # -> how the value is written). Anything else is refused at validation.
 SETTINGS = {
     "max_payload": int,
-    "max_memory_store": str,   # e.g. 256MB
-    "max_file_store": str,     # e.g. 4GB
+    "max_memory_store": int,   # bytes
+    "max_file_store": int,     # bytes
     "ping_interval": str,      # client/route keepalive, e.g. "2s"
     "ping_max": int,
     "write_deadline": str,

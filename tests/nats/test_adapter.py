@@ -1,0 +1,121 @@
+"""The NATS adapter against a real 3-node nats-server cluster on netns:
+offsets are stream sequences - 1, polls read in order from a position, the
+inspector sees leaders and replicas, a leaderless stream refuses publishes
+definitely, and a missing binary is one line naming the host and the fix."""
+import pytest
+
+from harness.sut import DefiniteError, IndefiniteError
+from systems.nats.db import NatsMissing
+from tests.nats.natsutil import NatsCluster, need_root, until
+
+SUBNET = "10.221.1.0/24"
+
+
+@pytest.fixture(scope="module")
+def nats3():
+    need_root()
+    with NatsCluster(SUBNET) as c:
+        c.db.setup()
+        yield c
+
+
+async def _ready(db, keys=2):
+    client = db.client()
+    try:
+        await until(lambda: _create(client, keys))
+        await until(lambda: _healthy(client, keys))
+    finally:
+        await client.close()
+
+
+async def _create(client, keys):
+    await client.create(keys, 3, {})
+    return True
+
+
+async def _healthy(client, keys):
+    meta = await client.metadata()
+    return len(meta) == keys and all(m.leader and len(m.isr) == 3 for m in meta.values())
+
+
+def test_sends_polls_and_inspector(nats3):
+    db = nats3.db
+
+    async def scenario():
+        await _ready(db)
+        client = db.client()
+        try:
+            offsets = [await client.send(0, v) for v in range(10, 20)]
+            other = await client.send(1, "x")
+            head = await client.poll(0, 0, max_records=4)
+            rest = await client.poll(0, 4)
+            end = await client.end_offset(0)
+            meta = await client.metadata()
+            states = {n: await db.inspector.state(n) for n in db.nodes}
+        finally:
+            await client.close()
+        return offsets, other, head, rest, end, meta, states
+
+    offsets, other, head, rest, end, meta, states = nats3.run(scenario)
+    assert offsets == list(range(10)) and other == 0
+    assert head == [(i, 10 + i) for i in range(4)] and rest == [(i, 10 + i) for i in range(4, 10)]
+    assert end == 10
+    leader = meta[0].leader
+    assert set(meta[0].replicas) == {"n1", "n2", "n3"}
+    for node, state in states.items():
+        assert state[0].leo == 10 and state[0].log_start == 0
+        assert state[0].role == ("leader" if node == leader else "follower")
+        assert state[0].leader == leader
+    assert set(states[leader][0].isr) == {"n1", "n2", "n3"}
+
+
+def test_killed_leader_publishes_fail_definitely_and_nothing_acknowledged_is_lost(nats3):
+    db = nats3.db
+
+    async def scenario():
+        await _ready(db)
+        client = db.client()
+        try:
+            before = await client.end_offset(1)
+            acked_values = list(range(100, 120))
+            acked = [await client.send(1, v) for v in acked_values]
+            victim = (await client.metadata())[1].leader
+            db.kill(victim)
+            failed, unknown, v = [], [], 200
+            while True:  # until a new leader takes publishes
+                v += 1
+                try:
+                    acked_values.append(v)
+                    acked.append(await client.send(1, v))
+                    break
+                except DefiniteError as e:
+                    acked_values.pop()
+                    failed.append(str(e))
+                except IndefiniteError:  # the client's server died: may or may not be stored
+                    acked_values.pop()
+                    unknown.append(v)
+            db.start(victim)
+            await until(lambda: _healthy(client, 2), timeout=60)
+            read = await client.poll(1, before)
+        finally:
+            await client.close()
+        return before, acked, acked_values, failed, unknown, read
+
+    before, acked, acked_values, failed, unknown, read = nats3.run(scenario)
+    assert acked[:20] == list(range(before, before + 20))
+    assert all("no response from stream" in e for e in failed), failed
+    values = [v for _, v in read]
+    assert values[:20] == list(range(100, 120))
+    assert [v for v in values if v in acked_values] == acked_values       # every acknowledged one, in order
+    assert set(values) <= set(acked_values) | set(unknown)                # nothing that definitely failed
+    assert [o for o, _ in read] == list(range(before, before + len(read)))
+    assert dict(read)[acked[-1]] == acked_values[-1]
+
+
+def test_missing_binary_is_one_line_naming_host_and_fix(tmp_path):
+    need_root()
+    with NatsCluster("10.221.2.0/24", tmp=tmp_path, server_binary="nats-server-absent") as c:
+        with pytest.raises(NatsMissing) as e:
+            c.db.setup()
+    msg = str(e.value)
+    assert "\n" not in msg and "host n1" in msg and "apt-get install nats-server" in msg
