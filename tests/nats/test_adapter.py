@@ -69,6 +69,29 @@ def test_sends_polls_and_inspector(nats3):
     assert set(states[leader][0].isr) == {"n1", "n2", "n3"}
 
 
+def test_a_hole_in_the_stream_shows_as_an_offset_jump(nats3):
+    """A deleted message (a real hole, made through JetStream's own API) is
+    skipped by the poll, so the checkers see the jump instead of a stall."""
+    db = nats3.db
+
+    async def scenario():
+        await _ready(db)
+        client = db.client()
+        try:
+            start = await client.end_offset(1)
+            for v in range(40):
+                await client.send(1, 1000 + v)
+            await client.js.delete_msg("log-1", start + 6)  # sequence = offset + 1: offset start+5
+            return start, await client.poll(1, start, max_records=100)
+        finally:
+            await client.close()
+
+    start, read = nats3.run(scenario)
+    offsets = [o - start for o, _ in read]
+    assert offsets == [o for o in range(40) if o != 5]
+    assert all(v == 1000 + o - start for o, v in read)
+
+
 def test_killed_leader_publishes_fail_definitely_and_nothing_acknowledged_is_lost(nats3):
     db = nats3.db
 
