@@ -75,8 +75,9 @@ class DockerCluster(SshHosts):
 
     def __init__(self, run_id: str, nodes: int, record: RunRecord, subnet: str | None = None,
                  image: str = DEFAULT_IMAGE, docker_url: str | None = None,
-                 layout: HostLayout | None = None):
+                 layout: HostLayout | None = None, fuse: bool = False):
         self.run_id = run_id
+        self.fuse = fuse  # /dev/fuse and CAP_SYS_ADMIN in the containers (lazyfs, for power faults)
         self.nodes = nodes
         self.record = record
         # None: the first free /24 from DEFAULT_SUBNET on, so that runs can
@@ -157,8 +158,9 @@ class DockerCluster(SshHosts):
 
     def _create_container(self, client, host: str, addr: str, labels: dict):
         api = client.api
-        host_config = api.create_host_config(cap_add=["NET_ADMIN"], init=True,
-                                             network_mode=self.network_name)
+        fuse = {"devices": ["/dev/fuse:/dev/fuse:rwm"], "security_opt": ["apparmor:unconfined"]} if self.fuse else {}
+        host_config = api.create_host_config(cap_add=["NET_ADMIN"] + (["SYS_ADMIN"] if self.fuse else []),
+                                             init=True, network_mode=self.network_name, **fuse)
         networking = api.create_networking_config(
             {self.network_name: api.create_endpoint_config(ipv4_address=addr)})
         from docker.errors import APIError
@@ -316,5 +318,6 @@ def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> DockerC
     machine) is unused: containers keep their files under layout.work_dir."""
     opts = dict(spec.backend_options or {})
     subnet = opts.get("subnet") or (spec.subnet if "subnet" in spec.model_fields_set else None)
+    fuse = "power" in (getattr(spec, "nemesis", None) or []) or bool(opts.get("fuse"))
     return DockerCluster(run_id, spec.nodes, record, subnet=subnet,
-                         image=opts.get("image", DEFAULT_IMAGE), docker_url=opts.get("docker_url"))
+                         image=opts.get("image", DEFAULT_IMAGE), docker_url=opts.get("docker_url"), fuse=fuse)

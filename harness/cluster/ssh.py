@@ -185,13 +185,14 @@ def kill_and_remove_script(base_dir: str) -> str:
     (hosts outlive the run), then remove base_dir."""
     from nemesis.faults import CHAIN
     from nemesis.lazyfs.mounts import unmount_script
+    from nemesis.packet import cleanup_script as packet_cleanup
     q, chain = shlex.quote(base_dir), shlex.quote(CHAIN)
     return (f"for f in {q}/daemons/*.pid; do [ -f \"$f\" ] || continue; read pid st < \"$f\"; "
             f"s=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f20); "
             f"[ \"$s\" = \"$st\" ] && kill -9 \"$pid\"; done; "
             f"if command -v iptables >/dev/null && iptables -w -n -L {chain} >/dev/null 2>&1; then "
             f"iptables -w -D INPUT -j {chain} 2>/dev/null; iptables -w -F {chain}; "
-            f"iptables -w -X {chain}; fi; {unmount_script(base_dir)}; rm -rf {q}; true")
+            f"iptables -w -X {chain}; fi; {unmount_script(base_dir)}; {packet_cleanup(base_dir + '/work')}; rm -rf {q}; true")
 
 
 def release_ssh(resources: list[dict]) -> list[str]:

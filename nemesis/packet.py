@@ -1,0 +1,243 @@
+"""Fault `packet`: degrade links with tc netem (delay with jitter, loss,
+duplication, reordering, corruption, rate) on every link, on the links of
+chosen nodes, or only between chosen nodes; its stop (`heal-packet`, also
+the final phase) removes every qdisc and rule it added.
+
+Each host shapes its own egress: on all links, the root qdisc of the
+host's interface is netem; for chosen nodes, a prio qdisc sends packets to
+the chosen peers (u32 filters on the destination) through a netem band.
+
+Kernels built without netem (CONFIG_NET_SCH_NETEM unset, e.g. this
+project's development VM) still get `loss` (iptables `statistic` DROP in the
+chain REPLOG-PACKET) and `rate` (tbf / htb); asking such a host for delay,
+duplication, reordering or corruption is refused with one line, and the
+random schedule draws only what every host can do.
+
+Scenario step: `packet: {delay_ms: 50, jitter_ms: 10, loss: 0.2, duplicate: 0.1,
+reorder: 0.25, corrupt: 0.05, rate: 1mbit, between: [A, B] | nodes: [A]}`
+(fractions, not percent), `heal-packet:`.
+
+Cleanup: namespaces and containers take their qdiscs with them; on ssh
+hosts every shaped interface is listed in <work_dir>/.packet-devs first,
+and the backend's cleanup deletes their root qdiscs and the chain.
+"""
+from __future__ import annotations
+
+import posixpath
+import shlex
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from nemesis.fault import ALL, MAJORITY, MINORITY, ONE, FaultArgError, FaultKind, Target, pick
+
+CHAIN = "REPLOG-PACKET"
+DEVS_FILE = ".packet-devs"
+NETEM_ONLY = ("delay_ms", "jitter_ms", "duplicate", "reorder", "corrupt")
+HAS_NETEM = ("zcat /proc/config.gz 2>/dev/null | grep -q '^CONFIG_NET_SCH_NETEM=[ym]' || "
+             "grep -qs '^CONFIG_NET_SCH_NETEM=[ym]' /boot/config-$(uname -r) || "
+             "ls /lib/modules/$(uname -r)/kernel/net/sched/sch_netem.ko* >/dev/null 2>&1")
+# Jepsen's packet behaviours (jepsen.nemesis.combined), as fractions
+PROFILES = ({"delay_ms": 50, "jitter_ms": 10}, {"loss": 0.2}, {"duplicate": 0.2},
+            {"reorder": 0.2, "delay_ms": 20}, {"corrupt": 0.2}, {"rate": "1mbit"},
+            {"delay_ms": 50, "jitter_ms": 10, "loss": 0.2})
+
+
+class PacketArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    delay_ms: float | None = Field(None, ge=0)
+    jitter_ms: float | None = Field(None, ge=0)
+    loss: float | None = Field(None, gt=0, le=1)
+    duplicate: float | None = Field(None, gt=0, le=1)
+    reorder: float | None = Field(None, gt=0, le=1)
+    corrupt: float | None = Field(None, gt=0, le=1)
+    rate: str | None = None
+    between: list[str] | None = None     # only the links among these nodes
+    nodes: list[str] | None = None       # every link of these nodes
+
+    @model_validator(mode="after")
+    def _check(self):
+        if not any(getattr(self, k) is not None for k in ("delay_ms", "loss", "duplicate", "reorder", "corrupt",
+                                                           "rate")):
+            raise ValueError("give at least one of delay_ms, loss, duplicate, reorder, corrupt, rate")
+        if self.jitter_ms is not None and self.delay_ms is None:
+            raise ValueError("jitter_ms needs delay_ms")
+        if self.reorder is not None and self.delay_ms is None:
+            raise ValueError("reorder needs delay_ms (netem reorders by sending some packets undelayed)")
+        if self.between is not None and self.nodes is not None:
+            raise ValueError("give between or nodes, not both")
+        if self.between is not None and len(self.between) < 2:
+            raise ValueError("between takes two or more nodes")
+        return self
+
+    def behaviour(self) -> dict:
+        return self.model_dump(exclude={"between", "nodes"}, exclude_none=True)
+
+    def refs(self) -> list[str]:
+        return list(self.between or self.nodes or [])
+
+    def resolve(self, node, plan) -> Target:
+        if self.between:
+            return Target([node(r) for r in self.between], detail={"scope": "between", **self.behaviour()})
+        if self.nodes:
+            return Target([node(r) for r in self.nodes], detail={"scope": "nodes", **self.behaviour()})
+        return Target(list(plan.hosts), detail={"scope": "all", **self.behaviour()})
+
+
+def parse_start(arg) -> PacketArgs:
+    try:
+        return PacketArgs.model_validate(arg or {})
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        raise FaultArgError(f"{loc}: {msg}" if loc else msg) from None
+
+
+def parse_stop(arg):
+    if arg not in (None, {}, True, "all"):
+        raise FaultArgError("takes no arguments (write `- heal-packet:`)")
+    return None
+
+
+def netem_args(b: dict) -> list[str]:
+    out = []
+    if b.get("delay_ms") is not None:
+        out += ["delay", f"{b['delay_ms']:g}ms"]
+        if b.get("jitter_ms"):
+            out += [f"{b['jitter_ms']:g}ms", "distribution", "normal"]
+    for k in ("loss", "duplicate", "reorder", "corrupt"):
+        if b.get(k) is not None:
+            out += [k, f"{100 * b[k]:g}%"]
+    if b.get("rate"):
+        out += ["rate", b["rate"]]
+    return out
+
+
+class Packet:
+    def __init__(self, env):
+        self.remotes = {h: env.remotes[h] for h in env.plan.hosts}
+        self.plan = env.plan
+        self.work_dir = env.db.cluster.layout.work_dir
+        self.log = env.log
+        self.devs: dict[str, str] = {}
+        self.netem: dict[str, bool] = {}
+        self.touched: set[str] = set()
+        for h, r in self.remotes.items():
+            self.netem[h] = r.run(["sh", "-c", HAS_NETEM], check=False).returncode == 0
+
+    def _dev(self, host: str) -> str:
+        if host not in self.devs:
+            r = self.remotes[host]
+            out = r.run(["ip", "-o", "-4", "addr", "show"], check=False).stdout
+            dev = next((line.split()[1] for line in out.splitlines()
+                        if len(line.split()) > 3 and line.split()[3].split("/")[0] == r.address), None)
+            if dev is None:
+                raise FaultArgError(f"fault packet: host {host} has no interface with address {r.address}")
+            self.devs[host] = dev
+        return self.devs[host]
+
+    def choose(self, rng, view):
+        spec = rng.choice([ONE, MINORITY, MAJORITY, ALL, ALL])
+        usable = [p for p in PROFILES if all(self.netem.values()) or not any(k in p for k in NETEM_ONLY)]
+        b = dict(rng.choice(usable))
+        if spec == ALL:
+            return Target(list(self.plan.hosts), detail={"scope": "all", **b}, spec=spec)
+        return Target(pick(spec, self.plan.nodes, rng, view.leader), detail={"scope": "nodes", **b}, spec=spec)
+
+    def start(self, target: Target):
+        d = dict(target.detail)
+        scope = d.pop("scope", "all")
+        missing = [h for h in self.remotes if not self.netem[h]]
+        if missing and any(k in d for k in NETEM_ONLY):
+            kinds = ", ".join(k for k in NETEM_ONLY if k in d)
+            raise FaultArgError(f"fault packet: host {missing[0]}'s kernel has no netem (CONFIG_NET_SCH_NETEM) for "
+                                f"{kinds}; use loss and rate there, or hosts whose kernel has sch_netem")
+        chosen = set(target.nodes)
+        for h in self.remotes:
+            if scope == "all":
+                peers = None
+            elif scope == "between":
+                if h not in chosen:
+                    continue
+                peers = sorted(chosen - {h})
+            else:  # every link of the chosen nodes
+                peers = None if h in chosen else sorted(chosen)
+            self._apply(h, d, peers)
+        return {"scope": scope, "nodes": sorted(chosen) if scope != "all" else "all", **d}
+
+    def _apply(self, host: str, b: dict, peers: list[str] | None) -> None:
+        r, dev = self.remotes[host], self._dev(host)
+        self._note(host, dev)
+        addrs = [self.remotes[p].address for p in peers] if peers is not None else None
+        tc = ["tc", "qdisc", "replace", "dev", dev, "root"]
+        if self.netem[host]:
+            if addrs is None:
+                r.run(tc + ["netem", *netem_args(b)])
+            else:
+                r.run(tc + ["handle", "1:", "prio", "bands", "4", "priomap", *["0"] * 16])
+                r.run(["tc", "qdisc", "add", "dev", dev, "parent", "1:4", "handle", "40:", "netem", *netem_args(b)])
+                for a in addrs:
+                    r.run(["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                           "match", "ip", "dst", f"{a}/32", "flowid", "1:4"])
+            return
+        if b.get("rate"):
+            if addrs is None:
+                r.run(tc + ["tbf", "rate", b["rate"], "burst", "32kbit", "latency", "400ms"])
+            else:
+                r.run(tc + ["handle", "1:", "htb", "default", "10"])
+                r.run(["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"])
+                r.run(["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:20", "htb", "rate", b["rate"]])
+                for a in addrs:
+                    r.run(["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                           "match", "ip", "dst", f"{a}/32", "flowid", "1:20"])
+        if b.get("loss"):
+            r.run(["iptables", "-w", "-N", CHAIN], check=False)
+            if r.run(["iptables", "-w", "-C", "OUTPUT", "-j", CHAIN], check=False).returncode != 0:
+                r.run(["iptables", "-w", "-I", "OUTPUT", "-j", CHAIN])
+            for a in addrs or [None]:
+                dst = ["-d", a] if a else []
+                r.run(["iptables", "-w", "-A", CHAIN, *dst, "-m", "statistic", "--mode", "random", "--probability",
+                       f"{b['loss']:g}", "-j", "DROP"])
+
+    def _note(self, host: str, dev: str) -> None:
+        """Record the interface on the host before shaping it (for the ssh backend's cleanup)."""
+        if host in self.touched:
+            return
+        path = posixpath.join(self.work_dir, DEVS_FILE)
+        self.remotes[host].run(["sh", "-c", f"mkdir -p {shlex.quote(self.work_dir)} && "
+                                f"echo {shlex.quote(dev)} >> {shlex.quote(path)}"], check=False)
+        self.touched.add(host)
+
+    def _clear(self) -> list[str]:
+        healed = []
+        for h in sorted(self.touched):
+            r, dev = self.remotes[h], self.devs.get(h)
+            if dev:
+                r.run(["tc", "qdisc", "del", "dev", dev, "root"], check=False)
+            r.run(["iptables", "-w", "-F", CHAIN], check=False)
+            healed.append(h)
+        return healed
+
+    def stop(self, target, rng, record):
+        self._clear()
+        record(PACKET.stop, None)
+
+    def heal(self) -> None:
+        self._clear()
+
+
+def cleanup_script(work_dir: str) -> str:
+    """Shell for hosts that outlive a run: delete the root qdiscs listed in
+    <work_dir>/.packet-devs and the chain REPLOG-PACKET."""
+    f = shlex.quote(posixpath.join(work_dir, DEVS_FILE))
+    return (f"if [ -f {f} ]; then sort -u {f} | while read -r d; do tc qdisc del dev \"$d\" root 2>/dev/null; "
+            f"done; fi; if command -v iptables >/dev/null && iptables -w -n -L {CHAIN} >/dev/null 2>&1; then "
+            f"iptables -w -D OUTPUT -j {CHAIN} 2>/dev/null; iptables -w -F {CHAIN}; iptables -w -X {CHAIN}; fi; true")
+
+
+PACKET = FaultKind(name="packet", start="packet", stop="heal-packet", stop_step="heal-packet", colour="#17becf",
+                   make=Packet, targets=(ONE, MINORITY, MAJORITY, ALL), parse_start=parse_start,
+                   parse_stop=parse_stop,
+                   description="tc netem on links (delay+jitter, loss, duplication, reordering, corruption, rate): "
+                               "all links, the links of some nodes, or between nodes; heal-packet removes it")

@@ -1,0 +1,115 @@
+"""Fault `power`: a power failure of nodes. The process is killed and every
+write it did not fsync is lost (lazyfs, mounted under the system's data
+directory before the system starts, drops its unsynced pages and undoes
+its uncommitted names); its stop (`power-on`) starts the nodes again.
+
+All victims are killed before any drop, so a coordinated failure (all
+nodes) leaves no survivor that could re-replicate lost data. Random
+schedule: targets as kill (one, minority, majority, all, leader); the
+victims come back one by one, a random gap apart. Scenario steps:
+`power: [A, B]`, `power-on: [A, B]` (also `restart:`; the final phase
+restarts whatever is still down).
+"""
+from __future__ import annotations
+
+import os
+import time
+import weakref
+
+from harness.sut import DATA_FILES, PROCESS, require
+from nemesis.fault import FaultKind, Target, choose_nodes
+from nemesis.lazyfs.mounts import FIX, LazyFsError, LazyFsMounts
+
+_MOUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # db -> LazyFsMounts
+
+
+class FaultUnavailable(RuntimeError):
+    """This fault cannot run here; one line naming fault, host and fix."""
+
+
+def preflight(backend: str, system) -> None:
+    """Before any host exists: what can be checked from the harness machine."""
+    system.require(DATA_FILES, "fault power")
+    if backend in ("netns", "docker") and not os.path.exists("/dev/fuse"):
+        raise FaultUnavailable(f"fault power: this machine ({backend} backend) has no /dev/fuse; {FIX}")
+    if backend == "netns":
+        try:
+            import mfusepy  # noqa: F401  (loads libfuse3)
+        except (ImportError, OSError) as e:
+            raise FaultUnavailable(f"fault power: libfuse3 or mfusepy is not loadable on this machine ({e}); "
+                                   f"{FIX}; run scripts/setup.sh") from None
+
+
+def prepare(env) -> None:
+    """Before the system starts: lazyfs under every data node's data directory."""
+    cluster = env.db.cluster
+    mounts = LazyFsMounts(cluster, getattr(cluster, "record", None), env.log)
+    _MOUNTS[env.db] = mounts
+    for node in env.plan.nodes:
+        mounts.check_host(node)
+    for node in env.plan.nodes:
+        mounts.mount(node, env.db.data_dir(node))
+
+
+def release(env) -> None:
+    """After the system stopped: unmount (the backing folders stay for collection)."""
+    mounts = _MOUNTS.pop(env.db, None)
+    if mounts is not None:
+        mounts.unmount_all()
+
+
+class Power:
+    def __init__(self, env):
+        self.process = require(env.db, PROCESS, "fault power")
+        self.mounts = _MOUNTS.get(env.db)
+        if self.mounts is None:
+            raise LazyFsError("fault power: no lazyfs mounts (the runner must call the fault's prepare "
+                              "hook before the system starts)")
+        self.stagger = env.interval / 2
+        self.log = env.log
+        self.victims: list[str] = []
+
+    def choose(self, rng, view):
+        return choose_nodes(POWER, rng, view)
+
+    def start(self, target: Target):
+        for n in target.nodes:
+            self.process.kill(n)
+        deadline = time.monotonic() + 5
+        while any(self.process.running(n) for n in target.nodes) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        lost = {}
+        for n in target.nodes:
+            out = self.mounts.drop(n)
+            lost[n] = out.get("dropped_bytes", 0)
+            self.log(f"power {n}: lost {out.get('dropped_bytes')} unsynced bytes in {out.get('files')} files, "
+                     f"undid {out.get('undone')} namespace changes")
+        self.victims += [n for n in target.nodes if n not in self.victims]
+        return list(target.nodes)
+
+    def stop(self, target, rng, record):
+        if target is None:
+            order = rng.sample(self.victims, len(self.victims))
+            for i, n in enumerate(order):
+                if i and self.stagger:
+                    time.sleep(rng.uniform(0.2, 1.0) * self.stagger)
+                if not self.process.running(n):
+                    self.process.start(n)
+                    record(POWER.stop, [n])
+            self.victims = []
+            return
+        started = [n for n in target.nodes if not self.process.running(n)]
+        for n in started:
+            self.process.start(n)
+        self.victims = [n for n in self.victims if n not in target.nodes]
+        record(POWER.stop, started)
+
+    def heal(self) -> None:
+        self.victims = []   # the runner restarts every process that is down
+
+
+POWER = FaultKind(name="power", start="power", stop="power-on", stop_step="power-on", colour="#ff7f0e",
+                  needs=(PROCESS, DATA_FILES), make=Power,
+                  extra={"preflight": preflight, "prepare": prepare, "release": release},
+                  description="power failure: kill and lose every unsynced write (lazyfs) on one, a minority, "
+                              "a majority, all nodes or a leader; power-on restarts them")
