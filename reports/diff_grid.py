@@ -31,6 +31,7 @@ class Row:
     cells: list[Cell] = field(default_factory=list)
     gap: int = 0
     divergent: bool = False
+    anomaly: bool = False  # an offset an anomaly story names
 
 
 @dataclass
@@ -85,10 +86,10 @@ def _same(a: tuple, b: tuple) -> bool:
     return a[2] == b[2]
 
 
-def build_grid(key: int, logs: dict[str, dict]) -> Grid:
+def classify(logs: dict[str, dict]) -> tuple[list[int], list[int], set[int], set[int]]:
+    """(offsets, divergent, differing, missing) of one partition's replica logs."""
     replicas = sorted(logs)
     hws = {r: logs[r]["hw"] for r in replicas}
-    leos = {r: logs[r]["leo"] for r in replicas}
     offsets = sorted(set().union(*(logs[r]["records"] for r in replicas)) if replicas else set())
     divergent, differing, missing = [], set(), set()
     for off in offsets:
@@ -102,19 +103,39 @@ def build_grid(key: int, logs: dict[str, dict]) -> Grid:
                 differing.add(off)  # an uncommitted tail that truncation will repair
         if len(held) < len(replicas):
             missing.add(off)
-    interesting = set(divergent) | differing | {h for h in hws.values() if h is not None}
+    return offsets, divergent, differing, missing
+
+
+def divergent_records(logs: dict[int, dict[str, dict]]) -> list[tuple[int, int, list[tuple[str, Any, Any]]]]:
+    """(key, offset, [(node, epoch, value)]) wherever committed copies disagree."""
+    out = []
+    for key in sorted(logs):
+        for off in classify(logs[key])[1]:
+            out.append((key, off, [(n, logs[key][n]["records"][off][0], logs[key][n]["records"][off][2])
+                                   for n in sorted(logs[key]) if off in logs[key][n]["records"]]))
+    return out
+
+
+def build_grid(key: int, logs: dict[str, dict], focus: set[int] = frozenset()) -> Grid:
+    """The grid of one partition; offsets in ``focus`` (anomaly offsets) are never folded."""
+    replicas = sorted(logs)
+    hws = {r: logs[r]["hw"] for r in replicas}
+    leos = {r: logs[r]["leo"] for r in replicas}
+    offsets, divergent, differing, missing = classify(logs)
+    interesting = set(divergent) | differing | set(focus) | {h for h in hws.values() if h is not None}
     if offsets:
         interesting |= {offsets[0], offsets[-1]}
         interesting |= {o for o in missing if any(hws[r] is not None and o < hws[r] for r in replicas)}
     shown = sorted({o + d for o in interesting for d in range(-CONTEXT, CONTEXT + 1)
                     if offsets and offsets[0] <= o + d <= max(offsets[-1], max((h or 0) for h in hws.values()))})
-    shown = _cap(shown, divergent)
+    shown = _cap(shown, sorted(set(divergent) | set(focus)))
     rows, prev = [], None
     diverge_set = set(divergent)
     for off in shown:
         if prev is not None and off > prev + 1:
             rows.append(Row(None, gap=off - prev - 1))
         rows.append(_row(off, replicas, logs, hws, off in diverge_set, off in differing))
+        rows[-1].anomaly = off in focus
         prev = off
     return Grid(key, replicas, hws, leos, rows, divergent, len(missing), sorted(differing))
 
@@ -148,9 +169,11 @@ def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool, 
     return row
 
 
-def grids(dumps: dict[str, dict], keys: list[int]) -> list[Grid]:
-    """Grids for ``keys`` plus every partition whose replicas diverge."""
-    logs = replica_logs(dumps)
-    built = {k: build_grid(k, logs[k]) for k in logs}
+def grids(dumps: dict[str, dict], keys: list[int], focus: dict[int, set[int]] | None = None,
+          logs: dict[int, dict[str, dict]] | None = None) -> list[Grid]:
+    """Grids for ``keys`` plus every partition whose replicas diverge; ``focus`` offsets unfolded."""
+    logs = replica_logs(dumps) if logs is None else logs
+    focus = focus or {}
+    built = {k: build_grid(k, logs[k], focus.get(k, set())) for k in logs}
     chosen = [k for k in sorted(built) if k in set(keys) or built[k].divergent]
     return [built[k] for k in chosen]

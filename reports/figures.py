@@ -42,14 +42,24 @@ def to_data_uri(fig: Figure, fmt: str = "svg") -> str:
 
 
 def shade_faults(ax, faults: list[Fault], label: bool = True, zorder: float = 0) -> None:
-    """Nemesis activity as translucent vertical bands, one colour per fault kind."""
+    """Nemesis activity as translucent vertical bands, one colour per fault kind, and one bar
+    per fault in a lane along the top (overlapping faults take different lanes), labelled
+    with what it did (``kill n2 .. start n2``, ``partition n1 | n2 n3``)."""
+    from .timeline import lanes  # the same lane rule as the HTML timeline
+
     seen = set()
-    for fault in faults:
+    lane_of = lanes([(f.start, f.end) for f in faults])
+    depth = 0.045
+    for fault, lane in zip(faults, lane_of):
         colour = FAULT_COLOURS.get(fault.kind, FAULT_COLOURS["other"])
         name = fault.kind if label and fault.kind not in seen else None
         seen.add(fault.kind)
-        ax.axvspan(fault.start * SECONDS, max(fault.end, fault.start + 1) * SECONDS,
-                   color=colour, alpha=0.12 if zorder == 0 else 0.25, lw=0, label=name, zorder=zorder)
+        start, end = fault.start * SECONDS, max(fault.end, fault.start + 1) * SECONDS
+        ax.axvspan(start, end, color=colour, alpha=0.12 if zorder == 0 else 0.25, lw=0, label=name, zorder=zorder)
+        top = 1 - lane * depth
+        ax.axvspan(start, end, ymin=top - depth * 0.8, ymax=top, color=colour, alpha=0.85, lw=0, zorder=zorder + 1)
+        ax.text(start, top - depth * 0.4, " " + fault.label, transform=ax.get_xaxis_transform(), fontsize=6,
+                va="center", ha="left", color="black", zorder=zorder + 2, clip_on=True)
 
 
 def outside_legend(fig: Figure, ax) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .grudges import grudge_text, parse_grudge
+
 NEMESIS = "nemesis"
 
 # f of a nemesis op -> (fault kind, True when it starts the fault, False when it ends it)
@@ -131,6 +133,8 @@ def nemesis_label(op: Op) -> str:
         return f"{op.f} {' '.join(map(str, value))}".strip()
     if isinstance(value, str):
         return f"{op.f} {value}"
+    if isinstance(value, (dict, list)) and "partition" in str(op.f) and (grudge := parse_grudge(value)):
+        return f"{op.f} {grudge_text(grudge)}"
     return str(op.f)
 
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .clock import seconds
 from .ops import NEMESIS, Op
 
 ROW_BUDGET = 3000
@@ -62,7 +63,7 @@ def select_rows(history: list[dict], ops: list[Op], referenced: set[int],
         text = _value_text(line.get("value"))
         t = line.get("time")
         rows.append(TableRow(
-            index=idx, time_s=f"{t / 1e9:.6f}" if isinstance(t, (int, float)) else str(t),
+            index=idx, time_s=seconds(t / 1e9) if isinstance(t, (int, float)) else str(t),
             process=str(line.get("process")), type=str(line.get("type")), f=str(line.get("f")),
             value=text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + " ...",
             full_value=text[:4000], referenced=idx in referenced))

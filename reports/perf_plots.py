@@ -60,7 +60,7 @@ def latency_plot(ops: list[Op], faults: list[Fault]) -> str | None:
         # Minor log ticks would otherwise print raw mathtext (text.parse_math is off):
         # label 2x and 5x each decade plainly, leave the rest blank.
         ax.yaxis.set_minor_formatter(FuncFormatter(_two_and_five))
-        ax.set_xlabel("time since test start (s)")
+        ax.set_xlabel("time since the start (s)")
         ax.set_ylabel("latency (ms)")
         ax.set_title(f"Latency of {len(client):,} client ops"
                      + (f" ({len(shown):,} points drawn)" if len(shown) < len(client) else ""))
@@ -117,7 +117,7 @@ def throughput_plot(ops: list[Op], faults: list[Fault]) -> str | None:
             if len(sel):
                 counts, _ = np.histogram(sel, bins=edges)
                 ax.step(edges[:-1] * SECONDS, counts / width_s, where="post", color=colour, label=kind)
-        ax.set_xlabel("time since test start (s)")
+        ax.set_xlabel("time since the start (s)")
         ax.set_ylabel("completions / s")
         ax.set_title("Throughput by completion type")
         outside_legend(fig, ax)
@@ -149,7 +149,7 @@ def overview_plot(ops: list[Op], faults: list[Fault]) -> str | None:
         if refs:
             ax.scatter([op.start * SECONDS for op in refs], [row[op.process] for op in refs],
                        marker="v", s=30, color="black", label="in an anomaly", zorder=3)
-        ax.set_xlabel("time since test start (s)")
+        ax.set_xlabel("time since the start (s)")
         ax.set_ylabel("process")
         if len(procs) <= 40:
             ax.set_yticks(range(len(procs)), [str(p) for p in procs])

@@ -86,8 +86,10 @@ def _with_gaps(pts: list[tuple[int, int, int]]) -> tuple[list[float], list[float
     return ts, leo, hw
 
 
-def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict] = ()) -> str | None:
-    """LEO and HW lines per node; ``drops`` are truncation points (time_ns, node, from, to)."""
+def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict] = (),
+                 marks: list[tuple[float, int, str]] = ()) -> str | None:
+    """LEO and HW lines per node; ``drops`` are truncation points (time_ns, node, from, to);
+    ``marks`` the anomaly stories' writes (ack time in s, offset, label)."""
     if not series.by_node:
         return None
     with figure(height=3.4) as (fig, ax):
@@ -114,7 +116,11 @@ def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict]
                 ax.annotate(f"{d.get('node', '')} truncates {d.get('from', '?')}->{to}",
                             (t * SECONDS, to), textcoords="offset points", xytext=(4, -12),
                             fontsize=7, color="#d62728")
-        ax.set_xlabel("time since test start (s)")
+        for t, offset, text in marks:
+            ax.scatter([t], [offset], marker="X", s=70, color="black", zorder=5, label="lost/divergent write")
+            if len(marks) <= 6:  # more labels would only hide each other
+                ax.annotate(text, (t, offset), textcoords="offset points", xytext=(5, 4), fontsize=7)
+        ax.set_xlabel("time since the start (s)")
         ax.set_ylabel("offset")
         ax.set_title(f"Partition {series.key}: LEO (solid) and HW (dashed) per replica; "
                      "black lines are elections, dotted purple lines ISR changes")

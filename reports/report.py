@@ -17,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from . import anomalies as anomalies_mod
-from .diff_grid import grids
+from .clock import run_clock
+from .diff_grid import divergent_records, grids, replica_logs
 from .ops import fault_intervals, mark_referenced, nemesis_label, pair_ops
 from .ops_table import select_rows
 from .perf_plots import latency_plot, overview_plot, throughput_plot
 from .render import render
 from .replica_plots import partition_series, replica_plot
 from .scenario import OP_COLUMNS, read_scenario, scenario_ops, scenario_verdict
+from .node_events import read_node_events
 from .store import read_store
+from .story import focus_offsets, plot_marks, stories
 from .timeline import windows
 from .topology import topologies
 
@@ -111,6 +114,18 @@ def paused_gc():
             gc.collect()  # the figures' reference cycles, once the history is gone
 
 
+def _leo_drops(samples: list[dict]) -> list[dict]:
+    """Truncations the sampler saw, for runs that no scenario analysed."""
+    try:
+        from nemesis.scenarios.results import leo_drops
+    except ImportError:
+        return []
+    try:
+        return leo_drops(samples)
+    except (KeyError, TypeError, ValueError):
+        return []
+
+
 def build_report(store_dir: str | Path) -> str:
     """Read the store, draw everything, write ``report.html``; returns its path."""
     with paused_gc():
@@ -123,7 +138,8 @@ def _build(store_dir: Path) -> str:
     end_of_test = max((op.end for op in ops), default=0)
     faults, markers = fault_intervals(ops, end_of_test)
     found = anomalies_mod.collect(store.results)
-    scenario = read_scenario(store.results, store.path)
+    clock = run_clock(store.test, store.results)
+    scenario = read_scenario(store.results, store.path, clock)
     referenced = anomalies_mod.referenced_ops(found) | scenario_ops(scenario)
     mark_referenced(ops, referenced)
     keys = sorted(set(anomalies_mod.anomaly_keys(found)) | scenario_keys(scenario))
@@ -133,15 +149,20 @@ def _build(store_dir: Path) -> str:
     else:
         css, sentence = anomalies_mod.verdict(store.results, found, len(store.history))
 
+    drops = scenario.leo_drops if scenario else _leo_drops(store.samples)
+    logs = replica_logs(store.dumps)
+    told = stories(store.history, faults, store.samples, found, read_node_events(store.path, clock),
+                   drops, divergent_records(logs))
+    keys = sorted(set(keys) | {s.key for s in told})
+    marks = plot_marks(told)
     series = partition_series(store.samples, set(keys))
     if not keys:
         series = dict(sorted(series.items())[:DETAIL_PARTITIONS])
-    drops = scenario.leo_drops if scenario else []
-    replica_figs = [(k, replica_plot(s, faults, [d for d in drops if _same_key(d.get("key"), k)]))
+    replica_figs = [(k, replica_plot(s, faults, [d for d in drops if _same_key(d.get("key"), k)], marks.get(k, [])))
                     for k, s in sorted(series.items())]
-    diff = grids(store.dumps, keys)
+    diff = grids(store.dumps, keys, focus_offsets(told), logs)
     if not diff and not keys:
-        diff = grids(store.dumps, list(range(DETAIL_PARTITIONS)))
+        diff = grids(store.dumps, list(range(DETAIL_PARTITIONS)), logs=logs)
     timeline = windows(ops, faults)
     in_timeline = {i for w in timeline for b in w.boxes for i in b.indices}
     rows, total = select_rows(store.history, ops, referenced, also=in_timeline)
@@ -162,6 +183,8 @@ def _build(store_dir: Path) -> str:
         "config": flatten(store.test),
         "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
         "anomalies": found,
+        "stories": told,
+        "clock": clock,
         "scenario": scenario,
         "op_columns": OP_COLUMNS,
         "checker_details": checker_details(store.results),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .anomalies import PHRASES
+from .clock import RunClock, seconds
 
 # result field -> table title, in page order
 TABLES = {
@@ -27,6 +28,7 @@ OP_COLUMNS = {"op", "ops", "invoke", "complete"}
 SHOWN = {"name", "era", "source", "expected", "as_expected", "verdict", "reasons", "error",
          "truncation_check", "allowed_anomalies", "forbidden_found", "allowed_found", *TABLES}
 MAX_ROWS = 100
+TIME_COLUMN = "t (s)"
 
 
 @dataclass
@@ -56,14 +58,26 @@ class Scenario:
 
 def _columns(rows: list[dict]) -> list[str]:
     seen = list(dict.fromkeys(k for r in rows for k in r))
-    first = [c for c in ("time", "time_ns", "node", "key", "offset") if c in seen]
+    first = [c for c in (TIME_COLUMN, "node", "key", "offset") if c in seen]
     return first + [c for c in seen if c not in first]
 
 
-def _table(title: str, value: Any) -> Table | None:
+def _on_the_axis(row: dict, clock: RunClock) -> dict:
+    """A record's ``time`` (wall clock) or ``time_ns`` as seconds since the start."""
+    if "time_ns" in row:
+        t = clock.since_start(row["time_ns"])
+    elif "time" in row:
+        t = clock.from_wall(row["time"])
+    else:
+        return row
+    rest = {k: v for k, v in row.items() if k not in ("time", "time_ns")}
+    return {TIME_COLUMN: seconds(t) if t is not None else str(row.get("time")), **rest}
+
+
+def _table(title: str, value: Any, clock: RunClock) -> Table | None:
     if not isinstance(value, list) or not value:
         return None
-    rows = [r if isinstance(r, dict) else {"value": r} for r in value[:MAX_ROWS]]
+    rows = [_on_the_axis(r, clock) if isinstance(r, dict) else {"value": r} for r in value[:MAX_ROWS]]
     return Table(title, _columns(rows), rows, len(value))
 
 
@@ -78,7 +92,7 @@ def _expected_text(expected: Any) -> str:
     return words
 
 
-def read_scenario(results: dict | None, store_dir: Path) -> Scenario | None:
+def read_scenario(results: dict | None, store_dir: Path, clock: RunClock) -> Scenario | None:
     """The scenario view, or None for a run that no scenario drove."""
     sc = (results or {}).get("scenario")
     if not isinstance(sc, dict):
@@ -92,7 +106,7 @@ def read_scenario(results: dict | None, store_dir: Path) -> Scenario | None:
             description = str(inner.get("description") or "") if isinstance(inner, dict) else ""
         except (OSError, ValueError):
             description = ""
-    tables = [t for key, title in TABLES.items() if (t := _table(title, sc.get(key)))]
+    tables = [t for key, title in TABLES.items() if (t := _table(title, sc.get(key), clock))]
     extra = {k: v for k, v in sc.items() if k not in SHOWN}
     details = json.dumps(extra, indent=1, default=str) if extra else ""
     check = sc.get("truncation_check")

@@ -16,7 +16,9 @@ from .figures import SECONDS
 from .ops import FAULT_COLOURS, NEMESIS, Fault, Op, nemesis_label
 
 FULL_LIMIT = 300  # a history with at most this many ops gets one window
-WINDOW_OPS = 120  # ops either side of an anomaly cluster
+WINDOW_OPS = 120  # ops after an anomaly cluster
+LEAD_OPS = 12  # ops before it: the anomaly is at the top of its window, not a scroll away
+SMALL_LIMIT = 60  # a history with anomalies and more ops than this is shown around them
 MAX_WINDOWS = 5
 ROW_PX = 14
 COL_PX = 132
@@ -41,6 +43,22 @@ class Band:
     height: int
     colour: str
     label: str
+    lane: int = 0  # overlapping bands get different lanes, so each stays visible
+
+
+def lanes(spans: list[tuple[float, float]]) -> list[int]:
+    """A lane per span such that spans that overlap never share one (greedy, in start order)."""
+    ends: list[float] = []
+    out = [0] * len(spans)
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][0]):
+        start, end = spans[i]
+        lane = next((n for n, e in enumerate(ends) if e < start), len(ends))
+        if lane == len(ends):
+            ends.append(end)
+        else:
+            ends[lane] = end
+        out[i] = lane
+    return out
 
 
 @dataclass
@@ -74,7 +92,7 @@ def short_value(op: Op) -> str:
 def _full_title(op: Op) -> str:
     idx = "/".join(map(str, op.indices))
     return (f"#{idx} process {op.process} {op.f} {op.type} "
-            f"[{op.start * SECONDS:.3f}s .. {op.end * SECONDS:.3f}s] "
+            f"[{op.start * SECONDS:.3f} s .. {op.end * SECONDS:.3f} s] "
             f"{json.dumps(op.value, default=str)[:400]}")
 
 
@@ -92,21 +110,21 @@ def _clusters(positions: list[int]) -> list[tuple[int, int]]:
 def windows(ops: list[Op], faults: list[Fault]) -> list[Window]:
     if not ops:
         return []
-    if len(ops) <= FULL_LIMIT:
-        return [layout(ops, faults, f"All {len(ops)} ops")]
     pos = [i for i, op in enumerate(ops) if op.ref]
+    if len(ops) <= SMALL_LIMIT or (len(ops) <= FULL_LIMIT and not pos):
+        return [layout(ops, faults, f"All {len(ops)} ops")]
     reason = "around anomaly ops"
     if not pos:
         first = next((i for i, op in enumerate(ops) if op.process == NEMESIS), 0)
         pos, reason = [first], "around the first nemesis op"
     out = []
     for a, b in _clusters(pos)[:MAX_WINDOWS]:
-        lo, hi = max(0, a - WINDOW_OPS), min(len(ops), b + WINDOW_OPS + 1)
+        lo, hi = max(0, a - LEAD_OPS), min(len(ops), b + WINDOW_OPS + 1)
         if hi - lo > 4 * WINDOW_OPS:  # a cluster too long: keep its ends
             hi = lo + 4 * WINDOW_OPS
         chunk = ops[lo:hi]
         title = (f"Ops {lo + 1}..{hi} of {len(ops):,} ({reason}), "
-                 f"{chunk[0].start * SECONDS:.3f}s .. {max(o.end for o in chunk) * SECONDS:.3f}s")
+                 f"{chunk[0].start * SECONDS:.3f} s .. {max(o.end for o in chunk) * SECONDS:.3f} s")
         out.append(layout(chunk, faults, title))
     return out
 
@@ -136,11 +154,10 @@ def layout(chunk: list[Op], faults: list[Fault], title: str) -> Window:
                              col[op.process] * COL_PX + 2, (bottom - top + 1) * ROW_PX - 2,
                              short_value(op), _full_title(op), op.indices))
     times = [e[0] for e in events]
-    for fault in faults:
-        if fault.end < times[0] or fault.start > times[-1]:
-            continue
+    shown = [f for f in faults if not (f.end < times[0] or f.start > times[-1])]
+    for fault, lane in zip(shown, lanes([(f.start, f.end) for f in shown])):
         r0 = next((r for r, t in enumerate(times) if t >= fault.start), len(times) - 1)
         r1 = next((r for r in range(len(times) - 1, -1, -1) if times[r] <= fault.end), r0)
         win.bands.append(Band(r0 * ROW_PX, max(1, r1 - r0 + 1) * ROW_PX,
-                              FAULT_COLOURS.get(fault.kind, FAULT_COLOURS["other"]), fault.label))
+                              FAULT_COLOURS.get(fault.kind, FAULT_COLOURS["other"]), fault.label, lane))
     return win

@@ -14,10 +14,8 @@ from typing import Any
 import networkx as nx
 
 from .figures import SECONDS, figure, to_data_uri
+from .grudges import Grudge, parse_grudge
 from .ops import NEMESIS, Op
-
-Grudge = dict[str, frozenset[str]]
-
 
 @dataclass
 class Topology:
@@ -25,25 +23,6 @@ class Topology:
     times: list[int] = field(default_factory=list)
     ops: list[int] = field(default_factory=list)
     image: str | None = None
-
-
-def parse_grudge(value: Any) -> Grudge | None:
-    """A grudge from a partition op's value, or None when the value says nothing usable."""
-    if isinstance(value, dict):
-        for name in ("grudge", "drops", "cut"):
-            if name in value:
-                return parse_grudge(value[name])
-        for name in ("components", "partitions", "groups"):
-            if name in value:
-                return parse_grudge(value[name])
-        if value and all(isinstance(v, (list, tuple, set)) for v in value.values()):
-            return {str(k): frozenset(map(str, v)) for k, v in value.items()}
-        return None
-    if isinstance(value, list) and value and all(isinstance(c, (list, tuple)) for c in value):
-        comps = [set(map(str, c)) for c in value]
-        everyone = set().union(*comps)
-        return {n: frozenset(everyone - c) for c in comps for n in c}
-    return None
 
 
 def topologies(ops: list[Op], nodes: list[str]) -> list[Topology]:
@@ -78,7 +57,7 @@ def draw(topo: Topology, nodes: list[str]) -> str:
             (cut_edges if a_drops and b_drops else one_way if a_drops or b_drops else open_edges).append((a, b))
     graph.add_edges_from(open_edges + cut_edges + one_way)
     pos = nx.circular_layout(sorted(graph.nodes))
-    when = ", ".join(f"{t * SECONDS:.1f}s" for t in topo.times[:6]) + (" ..." if len(topo.times) > 6 else "")
+    when = ", ".join(f"{t * SECONDS:.3f} s" for t in topo.times[:6]) + (" ..." if len(topo.times) > 6 else "")
     with figure(width=3.4, height=3.0) as (fig, ax):
         nx.draw_networkx_edges(graph, pos, edgelist=open_edges, ax=ax, edge_color="#888888", width=1.5)
         nx.draw_networkx_edges(graph, pos, edgelist=one_way, ax=ax, edge_color="#ff7f0e", width=1.5,

@@ -6,7 +6,7 @@ from reports.anomalies import collect, verdict
 from reports.diff_grid import build_grid, replica_logs
 from reports.ops import fault_intervals, pair_ops
 from reports.replica_plots import partition_series
-from reports.topology import parse_grudge
+from reports.grudges import parse_grudge
 
 
 def _line(i, t, p, kind, f, value=None):
