@@ -49,6 +49,7 @@ def partition_series(samples: list[dict], keys: set[int]) -> dict[int, Partition
                 rows.append((t, node, key, p))
     rows.sort(key=lambda r: r[0])
     last_epoch: dict[int, Any] = {}
+    last_leader: dict[int, str] = {}
     last_isr: dict[int, tuple] = {}
     for t, node, key, p in rows:
         ser = out.setdefault(key, PartitionSeries(key))
@@ -60,6 +61,10 @@ def partition_series(samples: list[dict], keys: set[int]) -> dict[int, Partition
             if key in last_epoch:
                 ser.elections.append((t, epoch, p.get("leader")))
             last_epoch[key] = epoch
+        elif epoch is None and p.get("role") == "leader":  # no epochs (NATS): a new leader's own sample
+            if key in last_leader and last_leader[key] != node:
+                ser.elections.append((t, None, node))
+            last_leader[key] = node
         isr = p.get("isr")
         if p.get("role") == "leader" and isinstance(isr, list):
             isr_t = tuple(sorted(map(str, isr)))
@@ -102,7 +107,8 @@ def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict]
         top = ax.get_ylim()[1]
         for t, epoch, leader in series.elections:
             ax.axvline(t * SECONDS, color="black", lw=1.2)
-            ax.text(t * SECONDS, top, f" epoch {epoch}: leader {leader}", rotation=90, va="top",
+            label = f" leader {leader}" if epoch is None else f" epoch {epoch}: leader {leader}"
+            ax.text(t * SECONDS, top, label, rotation=90, va="top",
                     ha="right", fontsize=7)
         for t, isr in series.isr_changes:
             ax.axvline(t * SECONDS, color="#9467bd", lw=0.9, ls=":")

@@ -7,8 +7,10 @@ the node sees it (the leader; on the leader, each peer's `current` and lag).
 That is normalised per key like the replica's `State`, so the reports'
 leader and lag plots work: role leader/follower, leo = last sequence (offset
 of the last record + 1), log_start = first sequence - 1, isr = the leader's
-current peers plus itself. JetStream does not expose a replica's Raft commit
-index or term, so `hw` and `epoch` stay None (unknown).
+current peers plus itself. A JetStream replica writes a message to its store
+only when it applies the committed Raft entry, so everything it stores is
+committed: hw = leo. JetStream 2.9 exposes no Raft term, so `epoch` is None
+(the reports mark a leader change by the leader's name instead).
 
 No dumps: JetStream cannot serve one chosen replica's contents (reads go to
 the stream leader; `allow_direct` gets are answered by whichever replica the
@@ -63,7 +65,7 @@ def replica_states(node: str, jsz: dict) -> dict[int, ReplicaState]:
             out[key] = ReplicaState(
                 key=key, role=role, leader=meta.leader, epoch=None,
                 leo=None if last is None else int(last),
-                hw=None,
+                hw=None if last is None else int(last),  # stored = committed (see above)
                 log_start=None if first is None else max(0, int(first) - 1),
                 isr=meta.isr if role == "leader" else ())
     return out
