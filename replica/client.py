@@ -11,8 +11,10 @@ whether a failed ``produce`` may have been applied.
 
 * ``DefiniteError``: the record was certainly not appended: the leader
   answered ``NOT_LEADER_OR_FOLLOWER`` / ``NOT_ENOUGH_REPLICAS`` /
-  ``UNKNOWN_TOPIC_OR_PARTITION`` / ``INVALID_REQUEST``, no leader was known,
-  or the connection could not be made, so nothing was sent.
+  ``UNKNOWN_TOPIC_OR_PARTITION`` / ``INVALID_REQUEST`` / ``MESSAGE_TOO_LARGE`` /
+  ``INVALID_RECORD``, no leader was known, the request could not be framed
+  (a NaN value, more than the frame limit), or the connection could not be
+  made, so nothing was sent.
 * ``IndefiniteError``: it may have been appended: ``REQUEST_TIMED_OUT``,
   ``NOT_ENOUGH_REPLICAS_AFTER_APPEND``, any unknown error code, no answer
   within the timeout, or the connection was lost after the request was written.
@@ -48,7 +50,7 @@ Address = tuple[str, int]
 # Produce errors that the broker returns before appending anything.
 DEFINITE_PRODUCE_ERRORS = frozenset({
     P.NOT_LEADER_OR_FOLLOWER, P.NOT_ENOUGH_REPLICAS, P.UNKNOWN_TOPIC_OR_PARTITION,
-    P.INVALID_REQUEST, P.UNSUPPORTED_API,
+    P.INVALID_REQUEST, P.UNSUPPORTED_API, P.MESSAGE_TOO_LARGE, P.INVALID_RECORD,
 })
 # Read errors worth another attempt after a metadata refresh.
 RETRIABLE_READ_ERRORS = frozenset({
@@ -138,7 +140,14 @@ class _Connection:
         if self.closed or self.protocol.closed:
             raise NotSent("connection already closed")
         corr = next(self._corr)
-        frame = encode_frame({**message, "corr": corr})
+        try:
+            frame = encode_frame({**message, "corr": corr})
+        except FrameError as e:          # e.g. a NaN value: the broker would refuse it too
+            raise DefiniteError(P.INVALID_RECORD if message.get("api") == P.PRODUCE else P.INVALID_REQUEST,
+                                str(e)) from None
+        if len(frame) - 4 > self.protocol.max_frame_bytes:
+            raise DefiniteError(P.MESSAGE_TOO_LARGE,
+                                f"request of {len(frame) - 4} bytes exceeds the frame limit") from None
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._pending[corr] = future
@@ -380,8 +389,10 @@ class Client:
 
     # -------------------------------------------------------------------- reads
     async def fetch(self, topic: str, partition: int, offset: int, max_records: int = 1000,
-                    max_wait_ms: int = 0) -> tuple[list[tuple[int, Any]], int]:
-        """Records ``[(offset, value)]`` from ``offset`` up to the leader's HW, and that HW."""
+                    max_wait_ms: int = 0, max_bytes: int | None = None) -> tuple[list[tuple[int, Any]], int]:
+        """Records ``[(offset, value)]`` from ``offset`` up to the leader's HW, and that HW
+        (at most ``max_bytes`` of them, but at least one; default: the broker's bound)."""
+        extra = {} if max_bytes is None else {"max_bytes": max_bytes}
         async def attempt(timeout):
             refresh = attempt.tried
             attempt.tried = True
@@ -389,7 +400,7 @@ class Client:
             response = await self.call(address, P.FETCH, timeout=timeout + max_wait_ms / 1000,
                                        topic=topic, partition=partition, offset=offset,
                                        replica_id=P.CONSUMER_REPLICA_ID, max_records=max_records,
-                                       max_wait_ms=max_wait_ms)
+                                       max_wait_ms=max_wait_ms, **extra)
             error = response.get("error")
             if error:
                 if error in RETRIABLE_READ_ERRORS:

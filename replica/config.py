@@ -43,7 +43,19 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("replica.fetch.backoff.ms", int, 1000,
             "pause of a follower after a fetch error"),
     Setting("replica.fetch.max.records", int, 1000,
-            "records per follower fetch (Kafka counts bytes: replica.fetch.max.bytes)", 1),
+            "records per follower fetch (besides the byte bound, replica.fetch.max.bytes)", 1),
+    Setting("replica.fetch.max.bytes", int, 1048576,
+            "bytes of records per follower fetch reply; the first record always comes (KIP-74)", 1),
+    Setting("fetch.max.bytes", int, 57671680,
+            "bytes of records per fetch reply at most, whatever a fetch asks for (capped by the 8 MiB frame)", 1),
+    Setting("message.max.bytes", int, 1048588,
+            "bytes of the records of one produce (JSON of each value + 48); larger ones get MESSAGE_TOO_LARGE", 1),
+    Setting("queued.max.request.bytes", int, 64 << 20,
+            "receive-buffer bytes held for partial requests over all connections before reading pauses "
+            "(Kafka's default is unbounded)", 1),
+    Setting("connections.max.idle.ms", int, 600000,
+            "a connection that sent part of a request and nothing for this long is closed "
+            "(Kafka closes any idle connection; ours may idle between requests)", 1),
     Setting("replica.socket.timeout.ms", int, 30000,
             "a follower request (beyond its wait time) unanswered for this long is retried", 1),
     Setting("replica.high.watermark.checkpoint.interval.ms", int, 5000,
@@ -127,6 +139,10 @@ def build(era: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any
     values = defaults(era)
     for name, value in (overrides or {}).items():
         values[name] = coerce(name, value)
+    from .protocol import MAX_RECORD_BYTES    # the frame limit bounds every record
+    if values["message.max.bytes"] > MAX_RECORD_BYTES:
+        raise ConfigError(f"setting 'message.max.bytes' must be <= {MAX_RECORD_BYTES} (a record and its "
+                          f"fetch reply must fit in one frame), got {values['message.max.bytes']}")
     return values
 
 

@@ -19,15 +19,20 @@ Produce (client -> partition leader)
        acks=0 is answered at once with offset -1 (Kafka sends no response at
        all; we answer so that a client can pipeline without special cases).
     Errors before append (definite): NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS,
-    UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST.
+    UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, MESSAGE_TOO_LARGE (the records
+    exceed message.max.bytes), INVALID_RECORD (a value is not JSON the broker
+    can write back: NaN, Infinity, 1e999).
     Errors after append (indefinite: the records are in the leader's log and
     may survive): REQUEST_TIMED_OUT (timeout, or leadership lost while waiting),
     NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 
 Fetch (consumer or follower -> partition leader)
     -> topic, partition, offset, replica_id (-1 for consumers, broker id for
-       followers), max_records (default 1000), max_wait_ms (consumers default 0;
-       followers send replica.fetch.wait.max.ms), current_leader_epoch
+       followers), max_records (default 1000), max_bytes (records' bytes, see
+       record_size; followers send replica.fetch.max.bytes; capped by
+       fetch.max.bytes and the frame; the first record always comes, KIP-74),
+       max_wait_ms (consumers default 0; followers send
+       replica.fetch.wait.max.ms), current_leader_epoch
        (optional, -1 = unchecked; era ``epoch`` fences with it)
     <- records (consumers: only below the HW; followers: up to the LEO),
        hw, log_start, leo (the leader's), leader_epoch (the leader's)
@@ -105,6 +110,8 @@ from __future__ import annotations
 import json
 import zlib
 
+from .wire import MAX_FRAME_BYTES
+
 # --- API names -------------------------------------------------------------
 PRODUCE = "Produce"
 FETCH = "Fetch"
@@ -136,6 +143,8 @@ FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
 UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
 INVALID_REQUEST = "INVALID_REQUEST"
+INVALID_RECORD = "INVALID_RECORD"
+MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
 UNSUPPORTED_API = "UNSUPPORTED_API"
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
 INVALID_REPLICATION_FACTOR = "INVALID_REPLICATION_FACTOR"
@@ -159,9 +168,39 @@ ACKS_ALL = "all"
 ERAS = ("hw", "kip101", "epoch")
 
 
+# --- Sizes ------------------------------------------------------------------------
+# A record's size is the JSON of its value plus RECORD_OVERHEAD, an upper bound of
+# the rest of ``[offset,epoch,crc,value],`` in a reply. message.max.bytes bounds
+# the records of a produce; one record must fit in a fetch reply, envelope included.
+RECORD_OVERHEAD = 48
+REPLY_ENVELOPE_BYTES = 1024
+MAX_FETCH_BYTES = MAX_FRAME_BYTES - REPLY_ENVELOPE_BYTES
+MAX_RECORD_BYTES = MAX_FETCH_BYTES - RECORD_OVERHEAD
+_SMALL_INT = 10 ** 18
+_SMALL_INT_RECORD = 20 + RECORD_OVERHEAD
+
+# Canonical value encoding, built once (json.dumps with options builds an encoder per call).
+# allow_nan=False: NaN and Infinity are not JSON; the wire refuses them too.
+_CANONICAL = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=False)
+
+
 def record_crc(value) -> int:
     """CRC of a record: zlib.crc32 of the canonical JSON encoding of its value.
 
     Same encoding as ``replica.storage.encode_value`` (compact, sorted keys).
+    Raises ValueError for a non-finite number.
     """
-    return zlib.crc32(json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8"))
+    return zlib.crc32(_CANONICAL.encode(value).encode("utf-8"))
+
+
+def record_crc_and_size(value) -> tuple[int, int]:
+    """``record_crc`` and the record's size in bytes, from one encoding."""
+    text = _CANONICAL.encode(value)
+    return zlib.crc32(text.encode("utf-8")), len(text) + RECORD_OVERHEAD
+
+
+def record_size(value) -> int:
+    """A record's size in bytes (an int costs no encoding)."""
+    if type(value) is int and -_SMALL_INT < value < _SMALL_INT:
+        return _SMALL_INT_RECORD
+    return len(_CANONICAL.encode(value)) + RECORD_OVERHEAD

@@ -22,7 +22,8 @@ from typing import Any
 
 from . import protocol as P
 from .core import actions as A
-from .wire import MAX_FRAME_BYTES, FrameError, FrameProtocol, encode_frame, error_response
+from .wire import (MAX_FRAME_BYTES, MAX_REQUEST_NESTING, FrameError, FrameProtocol, ReceiveBudget,
+                   encode_frame, error_response)
 
 CONNECT_TIMEOUT_S = 5.0
 WRITE_BUFFER_HIGH = 1 << 20      # stop reading a connection whose unsent answers exceed this
@@ -63,12 +64,15 @@ class ServerProtocol(FrameProtocol):
     straight from the receive buffer and every answer written in one
     event-loop turn leaves in one ``send``, which halves the server CPU per
     request. The envelope (``corr``, ``api``) is checked here so that the core
-    only sees well-formed requests.
+    only sees well-formed requests. Requests are bounded in nesting, their
+    partial frames count against the shell's receive budget, and a sender that
+    stalls inside a frame is dropped after ``connections.max.idle.ms``.
     """
 
     def __init__(self, shell: "Shell"):
         super().__init__(self._on_request, on_close=self._on_lost, on_bad_frame=self._on_bad_frame,
-                         max_frame_bytes=MAX_FRAME_BYTES)
+                         max_frame_bytes=MAX_FRAME_BYTES, max_depth=MAX_REQUEST_NESTING,
+                         budget=shell.receive_budget, idle_timeout=shell.idle_timeout_s)
         self.shell = shell
         self.peer = None
 
@@ -84,7 +88,7 @@ class ServerProtocol(FrameProtocol):
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
+        if self.transport is not None and not self.transport.is_closing() and not self._reading_paused:
             self.transport.resume_reading()
 
     def send(self, message: dict) -> None:
@@ -94,6 +98,9 @@ class ServerProtocol(FrameProtocol):
             frame = encode_frame(message)
         except FrameError as e:
             frame = encode_frame(error_response(message.get("corr"), P.UNKNOWN_SERVER_ERROR, str(e)))
+        if len(frame) - 4 > MAX_FRAME_BYTES:     # the peer would drop the connection on it
+            frame = encode_frame(error_response(message.get("corr"), P.UNKNOWN_SERVER_ERROR,
+                                                f"answer of {len(frame) - 4} bytes exceeds the frame limit"))
         self.send_frame(frame)
 
     def _on_request(self, message: dict) -> None:
@@ -110,9 +117,12 @@ class ServerProtocol(FrameProtocol):
         shell.feed_request(self, message)
 
     def _on_bad_frame(self, error: FrameError) -> None:
-        # Not JSON / not an object: answered, the stream stays aligned. Oversized:
+        # Not JSON / not an object / too deep / a non-finite number: answered (to the
+        # request's corr when it could be read), the stream stays aligned. Oversized:
         # answered, then FrameProtocol closes the connection (it cannot resynchronise).
-        self.send(error_response(None, P.INVALID_REQUEST, str(error)))
+        corr = error.corr if isinstance(error.corr, int) and not isinstance(error.corr, bool) else None
+        code = P.INVALID_RECORD if error.kind == "value" and error.api == P.PRODUCE else P.INVALID_REQUEST
+        self.send(error_response(corr, code, str(error)))
 
     def _on_lost(self, exc: BaseException | None) -> None:
         shell = self.shell
@@ -211,6 +221,8 @@ class Shell:
         self.verbose = verbose
         self.peers: dict[Any, Peer] = {}
         self.connections: set[ServerProtocol] = set()
+        self.receive_budget = ReceiveBudget(core.config["queued.max.request.bytes"])
+        self.idle_timeout_s = core.config["connections.max.idle.ms"] / 1000
         self.stopping = False
         self._timer: asyncio.TimerHandle | None = None
         self._stop = asyncio.Event()

@@ -56,6 +56,7 @@ class _ParkedFetch:
     max_records: int
     deadline: int
     done: bool = field(default=False, compare=False)   # left its parked list (see _deadlines)
+    max_bytes: int | None = None
 
 
 @dataclass
@@ -118,6 +119,7 @@ class BrokerCore:
             p = Partition(topic, partition)
             p.log_start = int(disk.get("log_start", 0))
             p.records = [tuple(r) for r in disk.get("records", [])]
+            p.max_record_bytes = max((P.record_size(r[3]) for r in p.records), default=0)
             hw = disk.get("hw")
             p.hw = min(max(hw if hw is not None else p.log_start, p.log_start), p.leo)
             p.flushed_to = p.leo
@@ -190,7 +192,7 @@ class BrokerCore:
             for x in [x for x in parked if x.deadline <= now]:
                 parked.remove(x)
                 x.done = True
-                self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records)
+                self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records, x.max_bytes)
         for p in self.partitions.values():
             if p.retry_at is not None and p.retry_at <= now:
                 p.retry_at = None
@@ -350,7 +352,11 @@ class BrokerCore:
         p.first_unflushed_ms = None
 
     # ------------------------------------------------------------ log changes
-    def _append(self, p: Partition, records: list, now: int) -> None:
+    def _append(self, p: Partition, records: list, now: int, max_size: int | None = None) -> None:
+        if max_size is None:
+            max_size = max(P.record_size(r[3]) for r in records)
+        if max_size > p.max_record_bytes:
+            p.max_record_bytes = max_size
         if self.era != "hw":
             latest = p.epoch_cache.latest_epoch()
             changed = False
@@ -421,6 +427,16 @@ class BrokerCore:
         p = self._lookup(conn, corr, message)
         if p is None:
             return
+        try:
+            crcs_sizes = [P.record_crc_and_size(v) for v in values]
+        except (ValueError, TypeError, RecursionError) as e:     # NaN/Infinity: not JSON
+            self._reply(conn, corr, P.INVALID_RECORD, message=f"{type(e).__name__}: {e}"[:200])
+            return
+        size = sum(s for _, s in crcs_sizes)
+        if size > self.config["message.max.bytes"]:
+            self._reply(conn, corr, P.MESSAGE_TOO_LARGE,
+                        message=f"{size} bytes of records > message.max.bytes={self.config['message.max.bytes']}")
+            return
         min_isr = p.config["min.insync.replicas"]
         if acks == P.ACKS_ALL and len(p.isr) < min_isr:
             self._reply(conn, corr, P.NOT_ENOUGH_REPLICAS,
@@ -428,7 +444,8 @@ class BrokerCore:
             return
         first = p.leo
         epoch = p.leader_epoch
-        self._append(p, [(first + i, epoch, P.record_crc(v), v) for i, v in enumerate(values)], now)
+        self._append(p, [(first + i, epoch, cs[0], v) for i, (v, cs) in enumerate(zip(values, crcs_sizes))], now,
+                     max(s for _, s in crcs_sizes))
         last = p.leo - 1
         self._wake_follower_fetches(p)
         self._maybe_increment_hw(p, now)
@@ -451,6 +468,8 @@ class BrokerCore:
         offset = get_int(message, "offset")
         replica_id = get_int(message, "replica_id", default=P.CONSUMER_REPLICA_ID)
         max_records = get_int(message, "max_records", default=1000, minimum=1)
+        max_bytes = min(get_int(message, "max_bytes", default=P.MAX_FETCH_BYTES, minimum=1),
+                        self.config["fetch.max.bytes"], P.MAX_FETCH_BYTES)
         max_wait = get_int(message, "max_wait_ms", default=0, minimum=0)
         p = self._lookup(conn, corr, message)
         if p is None or self._epoch_fenced(conn, corr, p, message):
@@ -468,18 +487,19 @@ class BrokerCore:
         else:
             ready = offset < p.hw
         if ready or max_wait == 0:
-            self._answer_fetch(p, conn, corr, offset, replica_id, max_records)
+            self._answer_fetch(p, conn, corr, offset, replica_id, max_records, max_bytes)
         else:
             self._park(self._fetches, p.key,
-                       _ParkedFetch(conn, corr, offset, replica_id, max_records, now + max_wait))
+                       _ParkedFetch(conn, corr, offset, replica_id, max_records, now + max_wait,
+                                    max_bytes=max_bytes))
 
     def _answer_fetch(self, p: Partition | None, conn: Any, corr: Any, offset: int,
-                      replica_id: int, max_records: int) -> None:
+                      replica_id: int, max_records: int, max_bytes: int | None = None) -> None:
         if p is None or p.role != "leader":
             self._reply(conn, corr, P.NOT_LEADER_OR_FOLLOWER)
             return
         limit = p.leo if replica_id >= 0 else p.hw
-        self._reply(conn, corr, None, records=p.read(offset, limit, max_records), hw=p.hw,
+        self._reply(conn, corr, None, records=p.read(offset, limit, max_records, max_bytes), hw=p.hw,
                     log_start=p.log_start, leo=p.leo, leader_epoch=p.leader_epoch)
 
     def _wake_follower_fetches(self, p: Partition) -> None:
@@ -491,7 +511,7 @@ class BrokerCore:
             self._fetches[p.key] = [x for x in parked if not (x.replica_id >= 0 and x.offset < p.leo)]
             for x in ready:
                 x.done = True
-                self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records)
+                self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records, x.max_bytes)
 
     def _on_hw_advanced(self, p: Partition) -> None:
         parked = self._produces.get(p.key)
@@ -509,7 +529,7 @@ class BrokerCore:
                 self._fetches[p.key] = [x for x in fetches if not (x.replica_id < 0 and x.offset < p.hw)]
                 for x in ready:
                     x.done = True
-                    self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records)
+                    self._answer_fetch(p, x.conn, x.corr, x.offset, x.replica_id, x.max_records, x.max_bytes)
 
     def _abort_parked(self, p: Partition) -> None:
         """Leadership changed: nothing parked here can be promised any more."""
@@ -668,6 +688,7 @@ class BrokerCore:
                 p.leader, P.FETCH,
                 {"topic": p.topic, "partition": p.partition, "offset": p.leo, "replica_id": self.id,
                  "max_records": self.config["replica.fetch.max.records"], "max_wait_ms": self.wait_ms,
+                 "max_bytes": self.config["replica.fetch.max.bytes"],
                  "current_leader_epoch": current},
                 ctx, now, self.wait_ms + self.socket_ms)
 

@@ -4,7 +4,9 @@ the controller's view (leader, epoch, ISR, version) and the role-specific state.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 
+from ..protocol import record_size
 from .epoch_cache import EpochCache
 
 
@@ -22,6 +24,7 @@ class Partition:
     topic: str
     partition: int
     records: list = field(default_factory=list)   # [(offset, epoch, crc, value)], contiguous
+    max_record_bytes: int = 0          # no record of the log is larger (protocol.record_size)
     log_start: int = 0
     hw: int = 0
     epoch_cache: EpochCache = field(default_factory=EpochCache)
@@ -55,13 +58,22 @@ class Partition:
     def leo(self) -> int:
         return self.log_start + len(self.records)
 
-    def read(self, offset: int, limit: int, max_records: int) -> list:
-        """Records from ``offset`` below ``limit``, at most ``max_records``."""
+    def read(self, offset: int, limit: int, max_records: int, max_bytes: int | None = None) -> list:
+        """Records from ``offset`` below ``limit``, at most ``max_records`` and
+        ``max_bytes``, but always the first one (Kafka's KIP-74)."""
         start = offset - self.log_start
         end = min(limit - self.log_start, start + max_records)
         if end <= start:
             return []
-        return self.records[start:end]
+        if max_bytes is None or (end - start) * self.max_record_bytes <= max_bytes:
+            return self.records[start:end]
+        out, total = [], 0
+        for r in islice(self.records, start, end):
+            total += record_size(r[3])
+            if out and total > max_bytes:
+                break
+            out.append(r)
+        return out
 
     def truncate(self, offset: int) -> bool:
         """Drop records at or above ``offset``; True if anything was dropped."""

@@ -6,8 +6,8 @@ import struct
 import pytest
 
 from replica.wire import (
-    FrameError, FrameProtocol, RequestError, decode_frame, encode_frame, field, read_frame,
-    serve_connection, write_frame,
+    MAX_REQUEST_NESTING, FrameError, FrameProtocol, RequestError, decode_frame, encode_frame, field,
+    read_frame, serve_connection, write_frame,
 )
 
 
@@ -29,6 +29,28 @@ def test_encode_rejects_non_objects_and_nan():
         encode_frame([1])
     with pytest.raises(FrameError):
         encode_frame({"x": float("nan")})
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"])
+def test_decode_refuses_what_encode_refuses(number):
+    """A non-finite number is refused on the way in as on the way out, naming the request."""
+    body = f'{{"api":"Produce","values":[1,{{"x":[{number}]}}],"corr":12}}'.encode()
+    with pytest.raises(FrameError) as caught:
+        decode_frame(body)
+    assert (caught.value.corr, caught.value.api, caught.value.kind) == (12, "Produce", "value")
+    assert decode_frame(b'{"v":[1.5,-2e300,"NaN"]}') == {"v": [1.5, -2e300, "NaN"]}
+
+
+def test_decode_bounds_nesting_and_finds_the_top_level_corr():
+    ok = {"corr": 3, "v": [[{"a": "[[[[[[[[[[[[["}]] * 100}
+    assert decode_frame(encode_frame(ok)[4:], 4) == ok           # brackets inside strings do not count
+    deep = b'{"v":{"corr":99},"api":"Produce","x":' + b"[" * 65 + b"]" * 65 + b',"corr":7}'
+    with pytest.raises(FrameError) as caught:
+        decode_frame(deep, MAX_REQUEST_NESTING)
+    assert (caught.value.corr, caught.value.api, caught.value.kind) == (7, "Produce", "frame")
+    assert decode_frame(deep.replace(b"[" * 65, b"[" * 62).replace(b"]" * 65, b"]" * 62), MAX_REQUEST_NESTING)
+    with pytest.raises(FrameError):                                # past the interpreter's limit
+        decode_frame(b'{"corr":1,"v":' + b"[" * 100_000 + b"]" * 100_000 + b"}")
 
 
 async def _echo(request):
