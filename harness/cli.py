@@ -138,8 +138,10 @@ def check_history(
     engine: str = typer.Option("local", help="local | spark"),
     master: Optional[str] = typer.Option(None),
     time_limit: Optional[float] = typer.Option(None, help="seconds before giving up (unknown)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="the HTML page (default: NAME.linearizability.html beside the history)"),
+    json_out: bool = typer.Option(False, "--json", help="print the whole result as one JSON document"),
 ):
-    """Linearizability check of one history file."""
+    """Linearizability check of one history file; writes a Porcupine-style page."""
     from harness import verdict
 
     if not file.is_file():
@@ -149,7 +151,17 @@ def check_history(
         res = check_file(str(file), model, engine=engine, master=master, time_limit=time_limit)
     except ValueError as e:
         fail(str(e))
-    typer.echo(json.dumps(res, default=str)[:2000])
+    linear_page = importlib.import_module("reports.linear_page")
+    try:
+        res["page"] = linear_page.page_for_file(file, res, out)
+    except OSError as e:
+        fail(f"cannot write the page: {e}; pass --out to a writable place")
+    if json_out:
+        typer.echo(json.dumps(res, default=str))
+        typer.echo(f"page {res['page']}", err=True)
+    else:
+        typer.echo(linear_page.summary(res))
+        typer.echo(f"page {res['page']}")
     raise typer.Exit(verdict.exit_code(res))
 
 

@@ -25,6 +25,10 @@ from .perf_plots import latency_plot, overview_plot, throughput_plot
 from .render import render
 from .replica_plots import partition_series, replica_plot
 from .scenario import OP_COLUMNS, read_scenario, scenario_ops, scenario_verdict
+from .linear_page import COLOURS as LINEAR_COLOURS
+from .linear_page import ROW as LINEAR_ROW
+from .linear_page import WIDTH as LINEAR_WIDTH
+from .linear_page import panels as linear_panels
 from .node_events import read_node_events
 from .store import read_store
 from .story import focus_offsets, plot_marks, stories
@@ -183,6 +187,10 @@ def _build(store_dir: Path) -> str:
         "config": flatten(store.test),
         "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
         "anomalies": found,
+        "panels": linear_panels(store.history, anomalies_mod.checker_sections(store.results).get("linearizability") or {}),
+        "colours": LINEAR_COLOURS,
+        "width": LINEAR_WIDTH,
+        "row": LINEAR_ROW,
         "stories": told,
         "clock": clock,
         "scenario": scenario,
