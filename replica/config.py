@@ -85,6 +85,28 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("num.partitions", int, 1, "partitions of a topic created without a count", 1),
     Setting("default.replication.factor", int, 1, "replication factor when none is given", 1),
     Setting("log.segment.bytes", int, 1 << 30, "segment file size before a roll", 1),
+    # --- segments, retention and tiered storage (KIP-405; see replica/TIERED.md)
+    Setting("log.roll.ms", int, 7 * 24 * 3600 * 1000,
+            "roll the active segment once its first record is this old (checked at append)", 1),
+    Setting("retention.ms", int, 7 * 24 * 3600 * 1000,
+            "delete (remote or local) segments whose newest record is older (-1: keep forever)", -1),
+    Setting("retention.bytes", int, -1,
+            "delete the oldest segments while the whole log is larger (-1: no limit)", -1),
+    Setting("local.retention.ms", int, -2,
+            "with remote storage: delete local segments already copied remotely and this old "
+            "(-2: as retention.ms)", -2),
+    Setting("local.retention.bytes", int, -2,
+            "with remote storage: delete copied local segments while the local log is larger "
+            "(-2: as retention.bytes)", -2),
+    Setting("log.retention.check.interval.ms", int, 300000, "period of the retention check", 1),
+    Setting("remote.storage.enable", bool, False,
+            "tier rolled segments to the remote store (brokers need --remote-store HOST:PORT)"),
+    Setting("remote.log.manager.task.interval.ms", int, 30000,
+            "period of the remote log manager task (copy, remote retention, metadata refresh)", 1),
+    Setting("remote.log.follower.skip.aux.state", bool, False,
+            "a deliberate BUG for the harness to find (off by default): on OFFSET_MOVED_TO_TIERED_STORAGE "
+            "the follower skips BuildingRemoteLogAux and fetches from the leader's earliest local "
+            "offset with the leader-epoch cache it has"),
 ]}
 
 ERA_DEFAULTS = {
@@ -95,7 +117,8 @@ ERA_DEFAULTS = {
 
 # Settings a topic may override (CreateTopic's config).
 TOPIC_SETTINGS = ("min.insync.replicas", "unclean.leader.election.enable",
-                  "flush.messages", "flush.ms", "log.segment.bytes")
+                  "flush.messages", "flush.ms", "log.segment.bytes", "log.roll.ms", "retention.ms",
+                  "retention.bytes", "local.retention.ms", "local.retention.bytes", "remote.storage.enable")
 
 
 def coerce(name: str, value: Any) -> Any:

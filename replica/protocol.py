@@ -38,11 +38,17 @@ Fetch (consumer or follower -> partition leader)
        hw, log_start, leo (the leader's), leader_epoch (the leader's)
     Errors: NOT_LEADER_OR_FOLLOWER, OFFSET_OUT_OF_RANGE (with hw, log_start,
     leo filled in), FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
-    UNKNOWN_TOPIC_OR_PARTITION.
+    UNKNOWN_TOPIC_OR_PARTITION; with tiered storage a follower fetch below the
+    leader's local log start gets OFFSET_MOVED_TO_TIERED_STORAGE (with
+    log_start, local_log_start), a consumer fetch there is served from the
+    remote store (KAFKA_STORAGE_ERROR when the store or its object fails).
 
 ListOffsets (client -> partition leader)
-    -> topic, partition, spec ("earliest" | "latest")
-    <- offset (earliest = log start, latest = HW, as for Kafka's read_uncommitted)
+    -> topic, partition, spec ("earliest" | "latest" | "earliest_local"),
+       current_leader_epoch (optional)
+    <- offset (earliest = log start, latest = HW, as for Kafka's read_uncommitted;
+       earliest_local = the local log start, KIP-405's EARLIEST_LOCAL_TIMESTAMP),
+       leader_epoch (earliest_local: the epoch of the record there)
 
 Metadata (client -> any broker or the controller)
     -> topic (string, or null/absent for all topics)
@@ -64,6 +70,32 @@ OffsetsForLeaderEpoch (follower -> partition leader; eras kip101 and epoch)
        current_leader_epoch (the follower's known leader epoch), replica_id
     <- leader_epoch (kip101: -1; epoch: the largest epoch <= asked that the
        leader knows, -1 if none), end_offset (-1 = UNDEFINED)
+
+PutRemoteSegment (partition leader -> controller; tiered storage, KIP-405)
+    -> broker, broker_epoch, topic, partition, leader_epoch,
+       segment: REMOTE_SEGMENT
+    REMOTE_SEGMENT = {"id", "base", "end" (last offset, inclusive), "epochs"
+       ([[epoch, start], ...] of the epochs its records span), "state"
+       (COPY_SEGMENT_STARTED | COPY_SEGMENT_FINISHED | DELETE_SEGMENT_STARTED |
+       DELETE_SEGMENT_FINISHED), "broker", "leader_epoch" (of the copier),
+       "size" (bytes), "max_ms" (copier's clock at its newest record)}
+    <- segments: the partition's REMOTE_SEGMENTs after the update
+    COPY_SEGMENT_STARTED needs the current leader in its current epoch; later
+    states follow the order above (a copy started may finish after a leader
+    change). Errors: NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+    INVALID_REQUEST (a state out of order), UNKNOWN_TOPIC_OR_PARTITION.
+
+ListRemoteSegments (any broker or client -> controller)
+    -> topic, partition
+    <- segments: [REMOTE_SEGMENT, ...] in the order they were started
+
+Remote object store (broker -> store; over HTTP in the real cluster, see
+replica/remote_store.py; messages of this form inside the cores)
+    PutObject -> key, data (bytes)            <- (nothing)
+    GetObject -> key, range ([start, end) or absent)  <- data; NOT_FOUND
+    DeleteObject -> key                       <- (nothing)
+    ListObjects -> prefix                     <- keys
+    Errors: NOT_FOUND, KAFKA_STORAGE_ERROR (the store failed), NETWORK_ERROR.
 
 Register (broker -> controller)
     -> broker, host, port
@@ -119,6 +151,12 @@ LIST_OFFSETS = "ListOffsets"
 METADATA = "Metadata"
 CREATE_TOPIC = "CreateTopic"
 OFFSETS_FOR_LEADER_EPOCH = "OffsetsForLeaderEpoch"
+PUT_REMOTE_SEGMENT = "PutRemoteSegment"
+LIST_REMOTE_SEGMENTS = "ListRemoteSegments"
+PUT_OBJECT = "PutObject"
+GET_OBJECT = "GetObject"
+DELETE_OBJECT = "DeleteObject"
+LIST_OBJECTS = "ListObjects"
 REGISTER = "Register"
 HEARTBEAT = "Heartbeat"
 ALTER_ISR = "AlterIsr"
@@ -131,7 +169,16 @@ DUMP = "Dump"
 BROKER_APIS = (PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSETS_FOR_LEADER_EPOCH,
                LEADER_AND_ISR, UPDATE_METADATA, STATE, DUMP)
 CONTROLLER_APIS = (REGISTER, HEARTBEAT, ALTER_ISR, ISR_CHANGE_NOTIFICATION,
-                   CREATE_TOPIC, METADATA, STATE)
+                   CREATE_TOPIC, METADATA, STATE, PUT_REMOTE_SEGMENT, LIST_REMOTE_SEGMENTS)
+STORE_APIS = (PUT_OBJECT, GET_OBJECT, DELETE_OBJECT, LIST_OBJECTS)
+
+# --- Remote segment states (KIP-405's RemoteLogSegmentState) ------------------
+COPY_SEGMENT_STARTED = "COPY_SEGMENT_STARTED"
+COPY_SEGMENT_FINISHED = "COPY_SEGMENT_FINISHED"
+DELETE_SEGMENT_STARTED = "DELETE_SEGMENT_STARTED"
+DELETE_SEGMENT_FINISHED = "DELETE_SEGMENT_FINISHED"
+SEGMENT_STATES = (COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED,
+                  DELETE_SEGMENT_FINISHED)
 
 # --- Error codes (Kafka's names) ---------------------------------------------
 NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
@@ -152,6 +199,9 @@ INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
 INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
 STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
+OFFSET_MOVED_TO_TIERED_STORAGE = "OFFSET_MOVED_TO_TIERED_STORAGE"
+KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
+NOT_FOUND = "NOT_FOUND"
 # Internal to the cores: a peer request that got no answer (timeout or lost connection).
 NETWORK_ERROR = "NETWORK_ERROR"
 

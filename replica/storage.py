@@ -65,11 +65,15 @@ __all__ = [
     "LEADER_EPOCH_CHECKPOINT", "write_checkpoint", "read_checkpoint",
     "write_offset_checkpoint", "read_offset_checkpoint",
     "write_leader_epoch_checkpoint", "read_leader_epoch_checkpoint", "CheckpointWriter",
+    "encode_records", "decode_records", "encode_offset_index", "decode_offset_index",
+    "format_checkpoint", "parse_checkpoint", "format_leader_epoch_checkpoint",
+    "parse_leader_epoch_checkpoint", "LOG_START_OFFSET_CHECKPOINT",
 ]
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_OFFSET_CHECKPOINT = "recovery-point-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 SEGMENT_SUFFIX = ".log"
 DEFAULT_SEGMENT_BYTES = 1 << 30          # Kafka's segment.bytes default
@@ -77,6 +81,7 @@ MAX_RECORD_BYTES = 64 << 20              # a length above this is garbage, not a
 
 _HEADER = struct.Struct(">IqiI")         # length, offset, epoch, crc
 _BODY_FIXED = _HEADER.size - 4           # bytes counted by `length` besides the value
+RECORD_OVERHEAD = _HEADER.size           # bytes of a record besides its value
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 
 
@@ -190,6 +195,52 @@ def read_segment_file(path: str) -> list[Record]:
     with open(path, "rb") as f:
         data = f.read()
     return _scan(data, None)[0]
+
+
+def encode_records(records: Iterable[Record | tuple]) -> bytes:
+    """The bytes of a segment file holding ``records`` ``(offset, epoch, crc, value)``
+    (what a remote segment object holds: the same format as a local segment)."""
+    chunks = []
+    for offset, epoch, _crc, value in records:
+        body = encode_value(value)
+        chunks.append(_HEADER.pack(_BODY_FIXED + len(body), offset, epoch, zlib.crc32(body)))
+        chunks.append(body)
+    return b"".join(chunks)
+
+
+def decode_records(data: bytes, base_offset: int | None = None) -> list[Record]:
+    """Every record of a whole segment image; unlike recovery, a torn or corrupt
+    record is an error (``StorageError``), never a silently shorter log."""
+    records, _positions, valid = _scan(data, base_offset)
+    if valid != len(data):
+        raise StorageError(f"segment image corrupt at byte {valid} of {len(data)} "
+                           f"(after {len(records)} records)")
+    return records
+
+
+INDEX_INTERVAL_BYTES = 4096              # Kafka's index.interval.bytes
+_INDEX_ENTRY = struct.Struct(">ii")      # relative offset, physical position (Kafka's OffsetIndex)
+
+
+def encode_offset_index(records: Iterable[Record | tuple], base_offset: int) -> bytes:
+    """Kafka's offset index of a segment: one 8-byte entry (offset - base, byte position)
+    each time ``INDEX_INTERVAL_BYTES`` more bytes of records have been written."""
+    out, pos, since = [], 0, INDEX_INTERVAL_BYTES
+    for offset, _epoch, _crc, value in records:
+        if since >= INDEX_INTERVAL_BYTES:
+            out.append(_INDEX_ENTRY.pack(offset - base_offset, pos))
+            since = 0
+        size = _HEADER.size + len(encode_value(value))
+        pos += size
+        since += size
+    return b"".join(out)
+
+
+def decode_offset_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
+    """``[(offset, position)]`` of an offset index; a partial entry is an error."""
+    if len(data) % _INDEX_ENTRY.size:
+        raise StorageError(f"offset index of {len(data)} bytes is not a whole number of entries")
+    return [(base_offset + rel, pos) for rel, pos in _INDEX_ENTRY.iter_unpack(data)]
 
 
 def _fsync_dir(path: str) -> None:
@@ -387,6 +438,12 @@ class PartitionLog:
             self.flush()
         return appended
 
+    def roll(self) -> None:
+        """Start a new segment at ``leo`` (the core decides when; an empty active segment stays)."""
+        if self._segments and self._segments[-1].positions:
+            self._roll()
+        self._sync_dir()
+
     def _roll(self) -> _Segment:
         # Kafka flushes the old segment when it rolls (LogManager "flush-log" task).
         self.flush()
@@ -520,15 +577,20 @@ class PartitionLog:
 CHECKPOINT_VERSION = 0
 
 
-def write_checkpoint(path: str, entries: Iterable[Iterable[Any]]) -> None:
-    """Atomically replace a checkpoint file: ``<path>.tmp``, fsync, rename, fsync the directory."""
+def format_checkpoint(entries: Iterable[Iterable[Any]], name: str = "checkpoint") -> str:
+    """The text of a Kafka checkpoint file: version line, count line, one entry per line."""
     rows = []
     for entry in entries:
         fields = [str(f) for f in entry]
         if not fields or any(not f or any(c.isspace() for c in f) for f in fields):
-            raise CheckpointError(f"{path}: entry {fields!r} has an empty field or whitespace in a field")
+            raise CheckpointError(f"{name}: entry {fields!r} has an empty field or whitespace in a field")
         rows.append(" ".join(fields))
-    text = f"{CHECKPOINT_VERSION}\n{len(rows)}\n" + "".join(r + "\n" for r in rows)
+    return f"{CHECKPOINT_VERSION}\n{len(rows)}\n" + "".join(r + "\n" for r in rows)
+
+
+def write_checkpoint(path: str, entries: Iterable[Iterable[Any]]) -> None:
+    """Atomically replace a checkpoint file: ``<path>.tmp``, fsync, rename, fsync the directory."""
+    text = format_checkpoint(entries, path)
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -553,6 +615,11 @@ def read_checkpoint(path: str, parsers: tuple[Callable[[str], Any], ...]) -> lis
             raw = f.read()
     except FileNotFoundError:
         return []
+    return parse_checkpoint(raw, parsers, path)
+
+
+def parse_checkpoint(raw: bytes, parsers: tuple[Callable[[str], Any], ...], path: str = "checkpoint") -> list[tuple]:
+    """Parse the bytes of a checkpoint file (``path`` only names it in errors)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -615,11 +682,24 @@ def write_leader_epoch_checkpoint(path: str, entries: Iterable[tuple[int, int]])
 
 def read_leader_epoch_checkpoint(path: str) -> list[tuple[int, int]]:
     """Inverse of ``write_leader_epoch_checkpoint``; epochs must increase and offsets not decrease."""
-    entries = read_checkpoint(path, (_int, _int))
+    return _epoch_order(read_checkpoint(path, (_int, _int)), path)
+
+
+def format_leader_epoch_checkpoint(entries: Iterable[tuple[int, int]]) -> bytes:
+    """The bytes of a ``leader-epoch-checkpoint`` (also the remote auxiliary state object)."""
+    return format_checkpoint([(int(e), int(o)) for e, o in entries], LEADER_EPOCH_CHECKPOINT).encode("utf-8")
+
+
+def parse_leader_epoch_checkpoint(raw: bytes, name: str = LEADER_EPOCH_CHECKPOINT) -> list[tuple[int, int]]:
+    """Inverse of ``format_leader_epoch_checkpoint``; raises CheckpointError on anything malformed."""
+    return _epoch_order(parse_checkpoint(raw, (_int, _int), name), name)
+
+
+def _epoch_order(entries: list, path: str) -> list:
     for (e1, o1), (e2, o2) in zip(entries, entries[1:]):
         if e2 <= e1 or o2 < o1:
             raise CheckpointError(f"{path}: entries ({e1} {o1}) then ({e2} {o2}) are not in epoch order")
-    return entries
+    return [tuple(e) for e in entries]
 
 
 class CheckpointWriter:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# Destination of a Send: a broker id (int) or this constant.
+# Destination of a Send: a broker id (int), the controller or the remote object store.
 CONTROLLER = "controller"
+REMOTE_STORE = "store"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,32 @@ class Append:
 @dataclass(frozen=True, slots=True)
 class Truncate:
     """Drop every record at or above ``offset``."""
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Roll:
+    """Close the active segment; the next record starts a new one at ``offset`` (the LEO)."""
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResetLog:
+    """Drop every local record and continue the log at ``offset`` (a follower that
+    starts at the leader's earliest local offset)."""
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSegments:
+    """Retention: delete the rolled segments below ``offset`` (a segment boundary);
+    the local log then starts at ``offset``."""
     topic: str
     partition: int
     offset: int

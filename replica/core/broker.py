@@ -32,6 +32,7 @@ from .actions import (CONTROLLER, Append, Flush, Log, Reply, Send, SetTimer, Tru
                       WriteEpochCheckpoint, WriteOffsetCheckpoint)
 from .epoch_cache import UNDEFINED, EpochCache
 from .partition import Partition, RemoteReplica
+from .tiered import BUILDING_AUX, TIERED_APIS, TieredMixin
 from .validate import BadRequest, dispatch_request, get_int, get_str
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
@@ -69,7 +70,7 @@ class _ParkedProduce:
     done: bool = field(default=False, compare=False)
 
 
-class BrokerCore:
+class BrokerCore(TieredMixin):
     def __init__(self, broker_id: int, era: str, config: dict, host: str = "127.0.0.1",
                  port: int = 0, controller_address: list | None = None):
         if era not in P.ERAS:
@@ -117,16 +118,16 @@ class BrokerCore:
     def start(self, now: int, recovered: dict | None = None) -> list:
         for (topic, partition), disk in (recovered or {}).items():
             p = Partition(topic, partition)
-            p.log_start = int(disk.get("log_start", 0))
             p.records = [tuple(r) for r in disk.get("records", [])]
             p.max_record_bytes = max((P.record_size(r[3]) for r in p.records), default=0)
+            p.config = cfg.topic_config(self.config, disk.get("config"))
+            self._recover_segments(p, disk, now)
             hw = disk.get("hw")
-            p.hw = min(max(hw if hw is not None else p.log_start, p.log_start), p.leo)
+            p.hw = min(max(hw if hw is not None else p.local_start, p.local_start), p.leo)
             p.flushed_to = p.leo
             if self.era != "hw":
                 p.epoch_cache = EpochCache(disk.get("epoch_cache", []))
                 p.epoch_cache.truncate_from_end(p.leo + 1)
-            p.config = cfg.topic_config(self.config, None)
             self.partitions[p.key] = p
             self._log(f"recovered {topic}-{partition}: leo={p.leo} hw={p.hw} "
                       f"epochs={p.epoch_cache.as_list()}")
@@ -136,6 +137,8 @@ class BrokerCore:
             "isr-expiration": now + max(1, self.lag_ms // 2),
             "hw-checkpoint": now + c["replica.high.watermark.checkpoint.interval.ms"],
             "isr-propagation": now + c["isr.change.propagation.interval.ms"],
+            "retention": now + c["log.retention.check.interval.ms"],
+            "rlm": now + c["remote.log.manager.task.interval.ms"],
         }
         if c["flush.ms"] < cfg.NEVER:
             self._periodic["flush"] = now + min(c["flush.ms"], 1000)
@@ -295,6 +298,12 @@ class BrokerCore:
             elif name == "flush":
                 self._flush_due(now)
                 self._periodic[name] = now + min(c["flush.ms"], 1000)
+            elif name == "retention":
+                self._retention(now)
+                self._periodic[name] = now + c["log.retention.check.interval.ms"]
+            elif name == "rlm":
+                self._rlm_run(now)
+                self._periodic[name] = now + c["remote.log.manager.task.interval.ms"]
 
     def _heartbeat(self, now: int) -> None:
         timeout = self.config["controller.socket.timeout.ms"]
@@ -329,6 +338,7 @@ class BrokerCore:
         if self.partitions:
             self._out.append(WriteOffsetCheckpoint(
                 HW_CHECKPOINT, {k: p.hw for k, p in sorted(self.partitions.items())}))
+            self._checkpoint_log_start()
 
     def _propagate_isr_changes(self, now: int) -> None:
         c = self.config
@@ -366,6 +376,8 @@ class BrokerCore:
                     latest = r[1]
             if changed:
                 self._write_epochs(p)
+        for r in records:
+            self._roll_if_due(p, r, now)
         p.records.extend(records)
         self._out.append(Append(p.topic, p.partition, records))
         if p.first_unflushed_ms is None:
@@ -474,7 +486,9 @@ class BrokerCore:
         p = self._lookup(conn, corr, message)
         if p is None or self._epoch_fenced(conn, corr, p, message):
             return
-        if offset < p.log_start or offset > p.leo:
+        if self._tiered_fetch(conn, corr, p, offset, replica_id, max_records, now):
+            return
+        if offset < p.local_start or offset > p.leo:
             self._reply(conn, corr, P.OFFSET_OUT_OF_RANGE, hw=p.hw, leo=p.leo, log_start=p.log_start,
                         leader_epoch=p.leader_epoch, records=[])
             return
@@ -543,10 +557,15 @@ class BrokerCore:
 
     def _on_list_offsets(self, conn: Any, corr: Any, message: dict, now: int) -> None:
         spec = get_str(message, "spec")
-        if spec not in ("earliest", "latest"):
-            raise BadRequest("field 'spec' must be \"earliest\" or \"latest\"")
+        if spec not in ("earliest", "latest", "earliest_local"):
+            raise BadRequest("field 'spec' must be \"earliest\", \"latest\" or \"earliest_local\"")
         p = self._lookup(conn, corr, message)
-        if p is not None:
+        if p is None or self._epoch_fenced(conn, corr, p, message):
+            return
+        if spec == "earliest_local":
+            elo, epoch = self._earliest_local(p)
+            self._reply(conn, corr, None, offset=elo, leader_epoch=epoch)
+        else:
             self._reply(conn, corr, None, offset=p.log_start if spec == "earliest" else p.hw)
 
     def _on_metadata(self, conn: Any, corr: Any, message: dict, now: int) -> None:
@@ -683,6 +702,8 @@ class BrokerCore:
                 {"topic": p.topic, "partition": p.partition, "leader_epoch": p.epoch_cache.latest_epoch(),
                  "current_leader_epoch": current, "replica_id": self.id},
                 ctx, now, self.socket_ms)
+        elif p.fetch_state == BUILDING_AUX:
+            self._aux_next(p, now)
         elif p.fetch_state == "fetching":
             p.inflight = self._request(
                 p.leader, P.FETCH,
@@ -721,13 +742,28 @@ class BrokerCore:
                 leader_hw = message["hw"]
                 if not isinstance(leader_hw, int):
                     raise BadRequest("hw must be an integer")
-                p.hw = max(p.log_start, min(p.leo, leader_hw))
+                p.hw = max(p.local_start, min(p.leo, leader_hw))
+                leader_start = message.get("log_start")
+                if isinstance(leader_start, int):
+                    p.log_start = min(max(p.log_start, leader_start), p.local_start)
             self._follower_next(p, now)
+        elif error == P.OFFSET_MOVED_TO_TIERED_STORAGE:
+            self._on_offset_moved(p, message, now)
         elif error == P.OFFSET_OUT_OF_RANGE:
             leader_leo = message["leo"]
+            leader_start = message.get("log_start")
             if not isinstance(leader_leo, int):
                 raise BadRequest("leo must be an integer")
-            if p.leo > leader_leo:
+            if isinstance(leader_start, int) and p.leo < leader_start:
+                # Kafka's handleOffsetOutOfRange: the leader's retention went past us.
+                self._log(f"{p.topic}-{p.partition}: fetch offset {p.leo} below leader log start {leader_start}")
+                p.log_start = leader_start
+                self._reset_log(p, leader_start, now)
+                if self.era != "hw" and p.epoch_cache.entries:
+                    p.epoch_cache = EpochCache()
+                    self._write_epochs(p)
+                self._follower_next(p, now)
+            elif p.leo > leader_leo:
                 self._log(f"{p.topic}-{p.partition}: fetch offset {p.leo} above leader leo {leader_leo}")
                 self._truncate(p, leader_leo)
                 self._follower_next(p, now)
@@ -780,6 +816,8 @@ class BrokerCore:
             self._on_epoch_response(pending, message, now)
         elif api == P.ALTER_ISR:
             self._on_alter_isr_response(pending, message, now)
+        elif api in TIERED_APIS:
+            self._on_tiered_response(pending, message, now)
         elif api == P.REGISTER:
             self._registering = False
             epoch = message.get("broker_epoch")
@@ -855,6 +893,10 @@ class BrokerCore:
         if self.era == "epoch" and p.epoch_cache.assign(p.leader_epoch, p.leo):
             self._write_epochs(p)
         p.leader_epoch_start_offset = p.leo
+        p.aux = None
+        if p.config["remote.storage.enable"]:
+            p.remote_loaded = False       # the RLM reads the remote metadata first
+            self._periodic["rlm"] = now
         self._log(f"{p.topic}-{p.partition}: leader in epoch {p.leader_epoch} at leo {p.leo} "
                   f"hw {p.hw} isr {p.isr}")
         self._maybe_increment_hw(p, now)
@@ -871,10 +913,14 @@ class BrokerCore:
         p.role = "follower"
         self._log(f"{p.topic}-{p.partition}: follower of {p.leader} in epoch {p.leader_epoch} "
                   f"at leo {p.leo} hw {p.hw}")
-        if self.era == "hw" or p.epoch_cache.latest_epoch() == UNDEFINED:
+        if p.aux is not None and p.aux.get("elo") is not None:
+            p.fetch_state = BUILDING_AUX   # the rebuild does not depend on the leader: go on
+        elif self.era == "hw" or p.epoch_cache.latest_epoch() == UNDEFINED:
+            p.aux = None
             self._truncate(p, p.hw)
             p.fetch_state = "fetching"
         else:
+            p.aux = None
             p.fetch_state = "truncating"
         self._follower_next(p, now)
 

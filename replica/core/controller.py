@@ -40,7 +40,12 @@ class ControllerCore:
             P.ALTER_ISR: self._on_alter_isr, P.ISR_CHANGE_NOTIFICATION: self._on_isr_change,
             P.CREATE_TOPIC: self._on_create_topic, P.METADATA: self._on_metadata,
             P.STATE: self._on_state,
+            P.PUT_REMOTE_SEGMENT: self._on_put_remote_segment,
+            P.LIST_REMOTE_SEGMENTS: self._on_list_remote_segments,
         }
+        # Remote log metadata (KIP-405's RLMM, strongly consistent like its topic):
+        # (topic, partition) -> [REMOTE_SEGMENT, ...] in the order copies started.
+        self.remote: dict[tuple[str, int], list] = {}
 
     # ------------------------------------------------------------------ inputs
     def start(self, now: int, persisted: dict | None = None) -> list:
@@ -55,6 +60,8 @@ class ControllerCore:
             for name, t in persisted.get("topics", {}).items():
                 self.topics[name] = {"config": dict(t.get("config", {})),
                                      "partitions": {int(p): dict(s) for p, s in t["partitions"].items()}}
+                for p, segments in t.get("remote", {}).items():
+                    self.remote[(name, int(p))] = [dict(x) for x in segments]
         return self._finish(now)
 
     def on_request(self, conn: Any, message: dict, now: int) -> list:
@@ -137,7 +144,9 @@ class ControllerCore:
             "brokers": {str(b): {"host": s["host"], "port": s["port"], "epoch": s["epoch"]}
                         for b, s in self.brokers.items()},
             "topics": {n: {"config": t["config"],
-                           "partitions": {str(p): dict(s) for p, s in t["partitions"].items()}}
+                           "partitions": {str(p): dict(s) for p, s in t["partitions"].items()},
+                           "remote": {str(p): [dict(x) for x in self.remote[(n, p)]]
+                                      for p in t["partitions"] if self.remote.get((n, p))}}
                        for n, t in self.topics.items()}}))
 
     def _push(self, changed: list[tuple[str, int]], api: str = P.LEADER_AND_ISR) -> None:
@@ -352,9 +361,77 @@ class ControllerCore:
         live = {str(b): [s["host"], s["port"]] for b, s in sorted(self.brokers.items()) if s["alive"]}
         self._reply(conn, corr, None, topics=topics, brokers=live, controller=self.address)
 
+    def _on_put_remote_segment(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        """A state change of one remote segment, checked and persisted before the answer."""
+        bid = get_int(message, "broker")
+        topic = get_str(message, "topic")
+        part = get_int(message, "partition")
+        leader_epoch = get_int(message, "leader_epoch")
+        seg = _check_segment(message.get("segment"))
+        s = self.topics.get(topic, {}).get("partitions", {}).get(part)
+        if s is None:
+            self._reply(conn, corr, P.UNKNOWN_TOPIC_OR_PARTITION)
+            return
+        segments = self.remote.setdefault((topic, part), [])
+        known = next((x for x in segments if x["id"] == seg["id"]), None)
+        if seg["state"] == P.COPY_SEGMENT_STARTED or seg["state"] == P.DELETE_SEGMENT_STARTED:
+            # Only the current leader starts a copy or a deletion (KIP-405: the RLM of the leader).
+            if s["leader"] != bid:
+                self._reply(conn, corr, P.NOT_LEADER_OR_FOLLOWER, segments=segments)
+                return
+            if leader_epoch != s["leader_epoch"]:
+                self._reply(conn, corr, P.FENCED_LEADER_EPOCH, segments=segments)
+                return
+        order = P.SEGMENT_STATES.index
+        if known is None:
+            if seg["state"] != P.COPY_SEGMENT_STARTED:
+                raise BadRequest(f"segment {seg['id']} is unknown; its first state must be COPY_SEGMENT_STARTED")
+            segments.append(seg)
+        else:
+            if order(seg["state"]) != order(known["state"]) + 1:
+                raise BadRequest(f"segment {seg['id']}: {known['state']} cannot become {seg['state']}")
+            known.update(state=seg["state"])
+        self._log(f"{topic}-{part}: remote segment {seg['id']} ({seg['base']}..{seg['end']}) {seg['state']} "
+                  f"by broker {bid}")
+        self._persist()
+        self._reply(conn, corr, None, segments=[dict(x) for x in segments])
+
+    def _on_list_remote_segments(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        topic = get_str(message, "topic")
+        part = get_int(message, "partition")
+        if part not in self.topics.get(topic, {}).get("partitions", {}):
+            self._reply(conn, corr, P.UNKNOWN_TOPIC_OR_PARTITION)
+            return
+        self._reply(conn, corr, None, segments=[dict(x) for x in self.remote.get((topic, part), [])])
+
+    def remote_segments(self, topic: str, partition: int) -> list:
+        return [dict(x) for x in self.remote.get((topic, partition), [])]
+
     def _on_state(self, conn: Any, corr: Any, message: dict, now: int) -> None:
         self._reply(conn, corr, None, controller=True, era=self.era,
+                    remote={f"{t}-{p}": [dict(x) for x in segs] for (t, p), segs in sorted(self.remote.items())},
                     brokers={str(b): {"alive": s["alive"], "epoch": s["epoch"]}
                              for b, s in sorted(self.brokers.items())},
                     topics={n: {str(p): self._update(n, p) for p in sorted(t["partitions"])}
                             for n, t in sorted(self.topics.items())})
+
+
+def _check_segment(seg: Any) -> dict:
+    """Validate a REMOTE_SEGMENT (protocol.py) from a leader."""
+    if not isinstance(seg, dict):
+        raise BadRequest("field 'segment' must be an object")
+    out = {"id": get_str(seg, "id"), "base": get_int(seg, "base", minimum=0),
+           "end": get_int(seg, "end", minimum=0), "state": get_str(seg, "state"),
+           "broker": get_int(seg, "broker"), "leader_epoch": get_int(seg, "leader_epoch"),
+           "size": get_int(seg, "size", minimum=0), "max_ms": get_int(seg, "max_ms", default=0)}
+    if out["state"] not in P.SEGMENT_STATES:
+        raise BadRequest(f"state must be one of {', '.join(P.SEGMENT_STATES)}")
+    if out["end"] < out["base"]:
+        raise BadRequest("end must be >= base")
+    epochs = seg.get("epochs")
+    if not isinstance(epochs, list) or not all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in e)
+            for e in epochs):
+        raise BadRequest("epochs must be a list of [epoch, start_offset]")
+    out["epochs"] = [list(e) for e in epochs]
+    return out

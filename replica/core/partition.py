@@ -1,13 +1,21 @@
 """One replica of one partition as the broker core sees it: log, HW, epoch cache,
-the controller's view (leader, epoch, ISR, version) and the role-specific state."""
+the controller's view (leader, epoch, ISR, version) and the role-specific state.
+
+Offsets of a tiered log: ``log_start <= local_start <= hw <= leo``; ``records``
+hold ``[local_start, leo)``, the remote tier ``[log_start, remote_end)``
+(``remote_end`` is exclusive, -1 when nothing is known to be remote).
+``segments`` are the local segments ``[base, bytes, newest_ms]``, oldest first;
+the last one is active (never tiered, never deleted)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import islice
 
+from .. import storage as S
 from ..protocol import record_size
 from .epoch_cache import EpochCache
+
 
 
 @dataclass
@@ -25,7 +33,9 @@ class Partition:
     partition: int
     records: list = field(default_factory=list)   # [(offset, epoch, crc, value)], contiguous
     max_record_bytes: int = 0          # no record of the log is larger (protocol.record_size)
-    log_start: int = 0
+    log_start: int = 0                # first offset of the whole log (remote tier included)
+    local_start: int = 0              # first offset of ``records``
+    segments: list = field(default_factory=lambda: [[0, 0, 0, 0]])   # [[base, bytes, first_ms, newest_ms]]
     hw: int = 0
     epoch_cache: EpochCache = field(default_factory=EpochCache)
     # the controller's view
@@ -46,6 +56,11 @@ class Partition:
     fetch_state: str = "idle"          # idle | truncating | fetching
     inflight: int | None = None        # corr of the outstanding request to the leader
     retry_at: int | None = None
+    # tiered storage (replica/core/tiered.py)
+    remote: list = field(default_factory=list)   # REMOTE_SEGMENTs known (protocol.py)
+    remote_loaded: bool = False       # remote metadata read since this replica took its role
+    rlm: dict | None = None           # the remote log manager's operation in flight
+    aux: dict | None = None           # BuildingRemoteLogAux: {"elo", "elo_epoch", ...}
     # flush state
     flushed_to: int = 0
     first_unflushed_ms: int | None = None
@@ -56,13 +71,20 @@ class Partition:
 
     @property
     def leo(self) -> int:
-        return self.log_start + len(self.records)
+        return self.local_start + len(self.records)
+
+    @property
+    def remote_end(self) -> int:
+        """One past the last offset in a finished remote segment (-1: none)."""
+        from .. import protocol as P
+        ends = [s["end"] + 1 for s in self.remote if s["state"] == P.COPY_SEGMENT_FINISHED]
+        return max(ends) if ends else -1
 
     def read(self, offset: int, limit: int, max_records: int, max_bytes: int | None = None) -> list:
         """Records from ``offset`` below ``limit``, at most ``max_records`` and
         ``max_bytes``, but always the first one (Kafka's KIP-74)."""
-        start = offset - self.log_start
-        end = min(limit - self.log_start, start + max_records)
+        start = offset - self.local_start
+        end = min(limit - self.local_start, start + max_records)
         if end <= start:
             return []
         if max_bytes is None or (end - start) * self.max_record_bytes <= max_bytes:
@@ -79,7 +101,17 @@ class Partition:
         """Drop records at or above ``offset``; True if anything was dropped."""
         if offset >= self.leo:
             return False
-        del self.records[max(0, offset - self.log_start):]
+        if offset < self.local_start:       # below the local log: it restarts there (Kafka's truncateTo)
+            self.records.clear()
+            self.local_start = offset
+            self.log_start = min(self.log_start, offset)
+            self.segments = [[offset, 0, 0, 0]]
+        del self.records[max(0, offset - self.local_start):]
+        while len(self.segments) > 1 and self.segments[-1][0] >= offset:
+            self.segments.pop()
+        active = self.segments[-1]
+        active[1] = sum(S.RECORD_OVERHEAD + len(S.encode_value(r[3]))
+                        for r in self.records[max(0, active[0] - self.local_start):])
         self.hw = min(self.hw, self.leo)
         self.flushed_to = min(self.flushed_to, self.leo)
         return True
@@ -88,9 +120,12 @@ class Partition:
         return {"topic": self.topic, "partition": self.partition, "role": self.role,
                 "leader": self.leader, "leader_epoch": self.leader_epoch,
                 "leo": self.leo, "hw": self.hw, "log_start": self.log_start,
+                "local_log_start": self.local_start, "remote_end": self.remote_end,
+                "fetch_state": self.fetch_state,
                 "isr": list(self.isr), "epoch_cache": self.epoch_cache.as_list()}
 
     def dump(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "hw": self.hw,
-                "leo": self.leo, "log_start": self.log_start,
+                "leo": self.leo, "log_start": self.log_start, "local_log_start": self.local_start,
+                "remote_end": self.remote_end,
                 "records": [list(r) for r in self.records]}

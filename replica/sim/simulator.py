@@ -23,11 +23,14 @@ from .. import protocol as P
 from ..core import actions as A
 from ..core.broker import BrokerCore
 from ..core.controller import ControllerCore
+from .. import storage as S
 from .disk import SimDisk
 from .network import Network
+from .store import SimStore
 
 CLIENT = "client"
 CTL = A.CONTROLLER
+STORE = A.REMOTE_STORE
 
 
 @dataclass
@@ -70,7 +73,8 @@ class Simulator:
         self.logs: list[tuple[int, str]] = []
         self.controller_state: dict | None = None
         self.broker_ids = list(range(1, brokers + 1))
-        self.nodes: dict[Any, Node] = {CTL: Node(CTL)}
+        self.nodes: dict[Any, Node] = {CTL: Node(CTL), STORE: Node(STORE)}
+        self.objects: dict[str, bytes] = {}     # the remote store's disk
         for b in self.broker_ids:
             self.nodes[b] = Node(b)
         self._client_corr = 0
@@ -81,6 +85,7 @@ class Simulator:
         self.acked: list[tuple[str, int, int, Any]] = []
         self.responses: dict[tuple[Any, str], int] = {}    # (node, api) -> responses processed
         self._start(CTL)
+        self._start(STORE)
         for b in self.broker_ids:
             self._start(b)
 
@@ -197,6 +202,8 @@ class Simulator:
         if name == CTL:
             node.core = ControllerCore(self.era, self.config, address=["ctl", 0])
             self._apply(node, node.core.start(self.now, self.controller_state))
+        elif name == STORE:
+            node.core = SimStore(self.objects)
         else:
             node.core = BrokerCore(name, self.era, self.config, host=f"n{name}", port=name,
                                    controller_address=["ctl", 0])
@@ -408,3 +415,44 @@ class Simulator:
 
     def remote_leo(self, leader: int, follower: int, topic: str = "log", partition: int = 0) -> int:
         return self.replica(leader, topic, partition).remotes[follower].leo
+
+    def run_task(self, broker, task: str, settle_ms: int = 50) -> None:
+        """Run one periodic task of a broker now (``rlm``, ``retention``, ``hw-checkpoint``,
+        ...), as if its interval had passed, then let its requests settle."""
+        node = self.nodes[broker]
+        if not node.alive or task not in node.core._periodic:
+            raise ValueError(f"broker {broker} is down or has no task {task!r}")
+        node.core._periodic[task] = self.now
+        self._apply(node, node.core.on_timer(self.now))
+        self.run_for(settle_ms)
+
+    # ---------------------------------------------------------- remote tier
+    def remote_segments(self, topic: str = "log", partition: int = 0) -> list:
+        """The controller's remote log metadata of a partition."""
+        return self.controller().remote_segments(topic, partition)
+
+    def remote_records(self, topic: str = "log", partition: int = 0) -> dict:
+        """offset -> (offset, epoch, crc, value) of every finished remote segment
+        (decoded from the store's objects; a later copy of an offset wins)."""
+        from ..core.tiered import object_keys
+        out = {}
+        for seg in self.remote_segments(topic, partition):
+            if seg["state"] != P.COPY_SEGMENT_FINISHED:
+                continue
+            data = self.objects.get(object_keys(topic, partition, seg)["log"])
+            if data is not None:
+                for r in S.decode_records(data, seg["base"]):
+                    out[r.offset] = tuple(r)
+        return out
+
+    def remote_object(self, topic: str, partition: int, segment: dict, kind: str) -> bytes | None:
+        """One object of a remote segment: kind ``log``, ``index`` or ``epochs``."""
+        from ..core.tiered import object_keys
+        return self.objects.get(object_keys(topic, partition, segment)[kind])
+
+    def record_at(self, broker: int, offset: int, topic: str = "log", partition: int = 0):
+        """The record a live replica holds locally at ``offset`` (None when not local)."""
+        p = self.replica(broker, topic, partition)
+        if p is None or not p.local_start <= offset < p.leo:
+            return None
+        return p.records[offset - p.local_start]
