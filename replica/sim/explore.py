@@ -16,6 +16,16 @@ A schedule is a list of JSON steps, so a failing one prints as a trace that
 ``replay`` runs again exactly. Run it as a module::
 
     python -m replica.sim.explore --era epoch --schedules 1000 --seed 1
+
+With ``--tiered`` the partition tiers to the simulated remote store (segments
+of three records, local retention 30 s, RLM and retention every 200 ms,
+``min.insync.replicas`` 1 so that a lone leader keeps writing while the others
+are away, which is when they fall below its local log start; session timeout 6 s
+and lag time 5 s so that leaders change within a schedule). Its schedules are
+random phases (``generate_phases``) whose targets are roles, and include
+crashes of the store. The checks then read offsets below a
+replica's local log start from the remote tier, which counts as one more copy.
+``--skip-aux`` turns on ``remote.log.follower.skip.aux.state`` (the bug).
 """
 
 from __future__ import annotations
@@ -32,6 +42,11 @@ from .simulator import Simulator
 TOPIC = "log"
 BROKERS = [1, 2, 3]
 CONFIG = {"min.insync.replicas": 2, "unclean.leader.election.enable": False}
+TIERED_CONFIG = {"min.insync.replicas": 1, "remote.storage.enable": True, "log.segment.bytes": 66,
+                 "local.retention.ms": 30000, "remote.log.manager.task.interval.ms": 200,
+                 "log.retention.check.interval.ms": 200, "replica.lag.time.max.ms": 5000,
+                 "broker.session.timeout.ms": 6000, "broker.heartbeat.interval.ms": 1000}
+SKIP_AUX = "remote.log.follower.skip.aux.state"
 GAPS = [0, 0, 1, 2, 3, 5, 10, 50, 200, 1000, 3000, 6000]
 CHECKS = ("lost-write", "divergence")
 
@@ -43,19 +58,88 @@ class Outcome:
     trace: list = field(default_factory=list)
     violation: dict | None = None
     acked: int = 0
+    resolved: list = field(default_factory=list)   # the trace with roles resolved to node ids
 
 
-def generate(rng: random.Random, steps: int, power_failures: bool = False) -> list:
+SHORT_WAITS = [200, 500, 1000, 2000]
+LONG_WAITS = [12000, 20000, 40000]
+CHECK_EVERY_MS = 1000
+
+
+def generate_phases(rng: random.Random, phases: int) -> list:
+    """A tiered schedule as a sequence of random phases, the harness nemesis's
+    packages in small: maybe make the leader lag one follower (a one-way cut),
+    a burst of writes, maybe crash the leader and/or a follower (or the store),
+    a short or long wait (long: past the session timeout, so leaders change),
+    maybe heal, maybe restart one or all crashed nodes, another wait. Targets
+    are roles (``leader``, ``follower``, ``dead``) resolved when the step runs;
+    ``r`` picks among several candidates."""
+    trace, value = [], 0
+    for _ in range(phases):
+        if rng.random() < 0.5:
+            trace.append(["lag", rng.randrange(6)])
+        count = rng.choice([3, 6, 9])
+        trace.append(["produce", value, count])
+        value += count
+        trace.append(["wait", rng.choice(SHORT_WAITS)])
+        crash = rng.choice([None, "leader", "follower", "leader+follower", "store"])
+        if crash in ("leader", "leader+follower"):
+            trace.append(["crash", "leader"])
+        if crash in ("follower", "leader+follower"):
+            trace.append(["crash", "follower", rng.randrange(6)])
+        if crash == "store":
+            trace.append(["crash", "store"])
+        trace.append(["wait", rng.choice(SHORT_WAITS + LONG_WAITS)])
+        if rng.random() < 0.7:
+            trace.append(["heal"])
+        restart = rng.choice([None, "dead", "all"])
+        if restart == "dead":
+            trace.append(["restart", "dead", rng.randrange(6)])
+        elif restart == "all":
+            trace.append(["restart", "all"])
+        trace.append(["wait", rng.choice(SHORT_WAITS + LONG_WAITS)])
+    return trace
+
+
+def resolve(sim: Simulator, step: list) -> list:
+    """A step with its role targets replaced by node ids (``[]`` when no node fits)."""
+    kind = step[0]
+    leader = sim.leader(TOPIC, 0)
+    leader = leader if leader is not None and sim.alive(leader) else None
+    if kind == "lag":
+        followers = [b for b in BROKERS if b != leader]
+        return ["cut", leader, followers[step[1] % len(followers)]] if leader is not None else []
+    if kind == "crash" and step[1] == "leader":
+        return ["crash", leader] if leader is not None else []
+    if kind == "crash" and step[1] == "follower":
+        live = [b for b in BROKERS if b != leader and sim.alive(b)]
+        return ["crash", live[step[2] % len(live)]] if live else []
+    if kind == "restart" and step[1] == "dead":
+        dead = [b for b in BROKERS + ["store"] if not sim.alive(b)]
+        return ["restart", dead[step[2] % len(dead)]] if dead else []
+    if kind == "restart" and step[1] == "all":
+        return ["restart-all"]
+    return step
+
+
+def generate(rng: random.Random, steps: int, power_failures: bool = False, tiered: bool = False) -> list:
     """A random schedule of ``steps`` steps (each a JSON-able list). With
-    ``power_failures`` half the crashes also lose unflushed data."""
+    ``power_failures`` half the crashes also lose unflushed data; with ``tiered``
+    produces come in bursts and the store is a target too."""
     trace, value, dead = [], 0, set()
+    nodes = BROKERS + ["store"] if tiered else BROKERS
     for _ in range(steps):
         roll = rng.random()
         if roll < 0.40:
-            trace.append(["produce", value])
-            value += 1
+            if tiered and rng.random() < 0.5:
+                count = rng.choice([3, 6, 9])
+                trace.append(["produce", value, count])
+                value += count
+            else:
+                trace.append(["produce", value])
+                value += 1
         elif roll < 0.55:
-            b = rng.choice(BROKERS)
+            b = rng.choice(nodes)
             if b in dead:
                 trace.append(["restart", b])
                 dead.discard(b)
@@ -63,17 +147,17 @@ def generate(rng: random.Random, steps: int, power_failures: bool = False) -> li
                 trace.append(["crash", b, "power"] if power_failures and rng.random() < 0.5 else ["crash", b])
                 dead.add(b)
         elif roll < 0.65 and dead:
-            b = rng.choice(sorted(dead))
+            b = rng.choice(sorted(dead, key=str))
             trace.append(["restart", b])
             dead.discard(b)
         elif roll < 0.70:
-            a, b = rng.sample(BROKERS + ["controller"], 2)
+            a, b = rng.sample(nodes + ["controller"], 2)
             trace.append(["partition", a, b])
         elif roll < 0.73:
-            a, b = rng.sample(BROKERS + ["controller"], 2)
+            a, b = rng.sample(nodes + ["controller"], 2)
             trace.append(["cut", a, b])
         elif roll < 0.76:
-            a, b = rng.sample(BROKERS + ["controller"], 2)
+            a, b = rng.sample(nodes + ["controller"], 2)
             trace.append(["drop", a, b, rng.choice([0.1, 0.5, 1.0])])
         elif roll < 0.82:
             trace.append(["heal"])
@@ -82,46 +166,90 @@ def generate(rng: random.Random, steps: int, power_failures: bool = False) -> li
 
 
 def check(sim: Simulator, checks=CHECKS) -> dict | None:
-    """The invariants named in ``checks``; None when they hold."""
+    """The invariants named in ``checks``; None when they hold. Offsets below a
+    replica's local log start are looked up in the remote tier (one more copy)."""
     live = [b for b in BROKERS if sim.alive(b) and sim.replica(b, TOPIC, 0) is not None]
     leader = sim.leader(TOPIC, 0)
+    remote = _remote(sim)
+
+    def held(b: int, offset: int):
+        r = sim.record_at(b, offset, TOPIC, 0)
+        if r is None and offset < sim.replica(b, TOPIC, 0).local_start:
+            r = remote.get(offset)
+        return r
+
     if "lost-write" in checks and leader in live:
         p = sim.replica(leader, TOPIC, 0)
         if p.role == "leader" and p.leader_epoch == sim.leader_epoch(TOPIC, 0):
             for _, _, offset, value in sim.acked:
-                if offset >= p.leo or p.records[offset][3] != value:
+                r = held(leader, offset)
+                if r is None or r[3] != value:
                     return {"kind": "lost-write", "offset": offset, "value": value, "leader": leader,
-                            "leader_log": [r[3] for r in p.records]}
+                            "leader_log": [x[3] for x in p.records], "local_start": p.local_start}
     for b in live if "lost-write" in checks else []:
         p = sim.replica(b, TOPIC, 0)
         for _, _, offset, value in sim.acked:
-            if offset < p.hw and p.records[offset][3] != value:
+            r = held(b, offset) if offset < p.hw else None
+            if r is not None and r[3] != value:
                 return {"kind": "lost-write", "offset": offset, "value": value, "replica": b, "hw": p.hw,
-                        "log": [r[3] for r in p.records]}
-    if "divergence" in checks and len(live) > 1:
-        low = min(sim.replica(b, TOPIC, 0).hw for b in live)
-        logs = {b: [(r[1], r[3]) for r in sim.replica(b, TOPIC, 0).records[:low]] for b in live}
-        first = logs[live[0]]
-        for b in live[1:]:
-            if logs[b] != first:
-                offset = next(i for i, (x, y) in enumerate(zip(first, logs[b])) if x != y)
-                return {"kind": "divergence", "below_hw": low, "offset": offset,
-                        "replicas": {str(r): logs[r][offset] for r in live}}
+                        "log": [x[3] for x in p.records], "local_start": p.local_start}
+    if "divergence" in checks:
+        copies = {str(b): sim.replica(b, TOPIC, 0) for b in live}
+        low = min([p.hw for p in copies.values()], default=0)
+        for offset in range(low):
+            seen = {}
+            for name, p in copies.items():
+                r = sim.record_at(int(name), offset, TOPIC, 0)
+                if r is not None:
+                    seen[name] = (r[1], r[3])
+            if offset in remote:
+                seen["remote"] = (remote[offset][1], remote[offset][3])
+            if len(set(seen.values())) > 1:
+                return {"kind": "divergence", "below_hw": low, "offset": offset, "replicas": seen}
     return None
 
 
+def _remote(sim: Simulator) -> dict:
+    """The remote tier's records, decoded once per change of the metadata."""
+    segments = sim.remote_segments(TOPIC, 0)
+    key = tuple((s["id"], s["state"]) for s in segments)
+    cached = getattr(sim, "_explore_remote", None)
+    if cached is None or cached[0] != key:
+        cached = (key, sim.remote_records(TOPIC, 0) if segments else {})
+        sim._explore_remote = cached
+    return cached[1]
+
+
+def settings(unclean: bool = False, tiered: bool = False, skip_aux: bool = False) -> dict:
+    """The replica settings of a schedule."""
+    config = dict(CONFIG, **{"unclean.leader.election.enable": unclean})
+    if tiered:
+        config.update(TIERED_CONFIG)
+    if skip_aux:
+        config[SKIP_AUX] = True
+    return config
+
+
 def replay(trace: list, era: str, seed: int = 0, stop_at_violation: bool = True, unclean: bool = False,
-           checks=CHECKS) -> Outcome:
+           checks=CHECKS, tiered: bool = False, skip_aux: bool = False) -> Outcome:
     """Run a schedule, checking the invariants after every step, then heal,
     restart everything and check once more after recovery."""
-    sim = Simulator(era, brokers=len(BROKERS), seed=seed,
-                    config=dict(CONFIG, **{"unclean.leader.election.enable": unclean}))
+    sim = Simulator(era, brokers=len(BROKERS), seed=seed, config=settings(unclean, tiered, skip_aux))
     sim.create_topic(TOPIC, 1, len(BROKERS))
     outcome = Outcome(era, seed, trace)
     for index, step in enumerate(trace + [["final"]]):
-        kind = step[0]
-        if kind == "produce":
-            sim.produce(TOPIC, 0, step[1], acks="all", timeout_ms=5000)
+        step = resolve(sim, step)
+        outcome.resolved.append(step)
+        kind = step[0] if step else "skip"
+        if kind == "skip":
+            pass
+        elif kind == "restart-all":
+            for b in BROKERS + ["store"]:
+                sim.restart(b)
+        elif kind == "produce":
+            count = step[2] if len(step) > 2 else 1
+            for value in range(step[1], step[1] + count):
+                sim.produce(TOPIC, 0, value, acks="all", timeout_ms=5000)
         elif kind == "crash":
             sim.crash(step[1], lose_unflushed=step[2:] == ["power"])
         elif kind == "restart":
@@ -135,10 +263,14 @@ def replay(trace: list, era: str, seed: int = 0, stop_at_violation: bool = True,
         elif kind == "heal":
             sim.heal()
         elif kind == "wait":
-            sim.run_for(step[1])
+            left = step[1]
+            while left > CHECK_EVERY_MS and check(sim, checks) is None:
+                sim.run_for(CHECK_EVERY_MS)         # long waits are checked as they go
+                left -= CHECK_EVERY_MS
+            sim.run_for(left)
         elif kind == "final":
             sim.heal()
-            for b in BROKERS:
+            for b in BROKERS + ["store"]:
                 sim.restart(b)
             sim.run_for(30000)
         else:
@@ -153,13 +285,16 @@ def replay(trace: list, era: str, seed: int = 0, stop_at_violation: bool = True,
 
 
 def explore(era: str, schedules: int, seed: int, steps: int = 30, progress=None, unclean: bool = False,
-            power_failures: bool = False, checks=CHECKS) -> tuple[int, list[Outcome]]:
+            power_failures: bool = False, checks=CHECKS, tiered: bool = False,
+            skip_aux: bool = False) -> tuple[int, list[Outcome]]:
     """Run ``schedules`` random schedules; returns (count run, failing outcomes)."""
     failures = []
     for i in range(schedules):
         schedule_seed = seed * 1_000_003 + i
-        trace = generate(random.Random(schedule_seed), steps, power_failures)
-        outcome = replay(trace, era, schedule_seed, unclean=unclean, checks=checks)
+        rng = random.Random(schedule_seed)
+        trace = generate_phases(rng, max(1, steps // 4)) if tiered else generate(rng, steps, power_failures)
+        outcome = replay(trace, era, schedule_seed, unclean=unclean, checks=checks, tiered=tiered,
+                         skip_aux=skip_aux)
         if outcome.violation is not None:
             failures.append(outcome)
         if progress:
@@ -200,8 +335,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", choices=["all", "divergence"], default="all",
                         help="divergence: only check that replicas agree below the HW (for runs that "
                              "legitimately lose acknowledged writes)")
+    parser.add_argument("--tiered", action="store_true",
+                        help="tier to the simulated remote store (small segments, local retention 0)")
+    parser.add_argument("--skip-aux", action="store_true",
+                        help="set remote.log.follower.skip.aux.state (the deliberate tiered bug)")
+    parser.add_argument("--emit-scenario", metavar="FILE",
+                        help="write the first failing schedule (shrunk) as a scenario script for "
+                             "`harness scenario --file FILE`")
     args = parser.parse_args(argv)
-    options = {"unclean": args.unclean, "checks": CHECKS if args.check == "all" else ("divergence",)}
+    options = {"unclean": args.unclean, "checks": CHECKS if args.check == "all" else ("divergence",),
+               "tiered": args.tiered or args.skip_aux, "skip_aux": args.skip_aux}
     if args.replay:
         try:
             with open(args.replay, encoding="utf-8") as f:
@@ -214,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         options["unclean"] = options["unclean"] or bool(data.get("unclean"))
+        options["tiered"] = options["tiered"] or bool(data.get("tiered"))
+        options["skip_aux"] = options["skip_aux"] or bool(data.get("skip_aux"))
         try:
             outcome = replay(data["trace"], args.era, int(data.get("seed", 0)), **options)
         except (ValueError, TypeError, IndexError, KeyError) as e:
@@ -240,8 +385,15 @@ def main(argv: list[str] | None = None) -> int:
         short = shrink(first.trace, first.era, first.seed, first.violation["kind"], **options)
         again = replay(short, first.era, first.seed, **options)
         print("first failing schedule, shrunk (replay: save this JSON to a file and pass --replay FILE):")
-        print(json.dumps({"era": first.era, "seed": first.seed, "unclean": args.unclean,
-                          "violation": again.violation, "trace": short}))
+        printed = {"era": first.era, "seed": first.seed, "unclean": args.unclean,
+                   "tiered": options["tiered"], "skip_aux": options["skip_aux"],
+                   "violation": again.violation, "trace": short}
+        print(json.dumps(printed))
+        if args.emit_scenario:
+            from .emit import write_scenario
+            write_scenario(args.emit_scenario, printed, settings(args.unclean, options["tiered"],
+                                                                 options["skip_aux"]))
+            print(f"scenario written to {args.emit_scenario}", file=sys.stderr)
         return 1
     return 0
 
