@@ -14,15 +14,21 @@ import sys
 from typing import Any
 
 from . import config as cfg
+from . import protocol as P
 from . import storage as S
 from .core import actions as A
 from .core.broker import HW_CHECKPOINT, BrokerCore
+from .remote_store import StoreClient
 from .shell import Shell, parse_address, process_arguments
+
+NO_SIZE_ROLL = 1 << 62          # segments roll when the core says so (Roll actions)
 
 
 class BrokerShell(Shell):
-    def __init__(self, core: BrokerCore, listen, controller, data_dir: str, config: dict):
+    def __init__(self, core: BrokerCore, listen, controller, data_dir: str, config: dict,
+                 remote_store: tuple[str, int] | None = None):
         super().__init__(core, listen)
+        self.store = StoreClient(remote_store) if remote_store else None
         self.name = f"broker-{core.id}"
         self.controller = controller
         self.data_dir = data_dir
@@ -33,13 +39,8 @@ class BrokerShell(Shell):
 
     def recover(self) -> dict:
         """Open every partition log (dropping torn tails) and read the checkpoints."""
-        hws: dict = {}
-        hw_path = os.path.join(self.data_dir, HW_CHECKPOINT)
-        if os.path.exists(hw_path):
-            try:
-                hws = S.read_offset_checkpoint(hw_path)
-            except S.CheckpointError as e:
-                self.log(f"ignoring unreadable {hw_path}: {e}")
+        hws = self._read_offsets(HW_CHECKPOINT)
+        starts = self._read_offsets(S.LOG_START_OFFSET_CHECKPOINT)
         recovered = {}
         for topic, partition, path in S.list_partition_dirs(self.data_dir):
             log = self._open(topic, partition)
@@ -51,16 +52,25 @@ class BrokerShell(Shell):
                 except S.CheckpointError as e:
                     self.log(f"ignoring unreadable {epoch_path}: {e}")
             recovered[(topic, partition)] = {"records": [tuple(r) for r in log.records],
-                                             "hw": hws.get((topic, partition)),
-                                             "epoch_cache": epochs, "log_start": log.log_start}
+                                             "hw": hws.get((topic, partition)), "epoch_cache": epochs,
+                                             "local_start": log.log_start,
+                                             "log_start": starts.get((topic, partition), log.log_start),
+                                             "segments": [s.base_offset for s in log.segments()]}
         return recovered
+
+    def _read_offsets(self, name: str) -> dict:
+        path = os.path.join(self.data_dir, name)
+        try:
+            return S.read_offset_checkpoint(path)
+        except S.CheckpointError as e:
+            self.log(f"ignoring unreadable {path}: {e}")
+            return {}
 
     def _open(self, topic: str, partition: int) -> S.PartitionLog:
         log = self.logs.get((topic, partition))
         if log is None:
             path = os.path.join(self.data_dir, S.partition_dir_name(topic, partition))
-            log = self.logs[(topic, partition)] = S.PartitionLog(
-                path, segment_bytes=self.config["log.segment.bytes"])
+            log = self.logs[(topic, partition)] = S.PartitionLog(path, segment_bytes=NO_SIZE_ROLL)
         return log
 
     def address_of(self, dest: Any):
@@ -69,9 +79,40 @@ class BrokerShell(Shell):
         address = self.core.brokers.get(str(dest))
         return (address[0], int(address[1])) if address else None
 
+    def apply(self, actions: list) -> None:
+        """Requests to the remote store go over HTTP on a worker thread; the rest as usual."""
+        rest = []
+        for a in actions:
+            if isinstance(a, A.Send) and a.dest == A.REMOTE_STORE:
+                self._call_store(a.message)
+            else:
+                rest.append(a)
+        super().apply(rest)
+
+    def _call_store(self, message: dict) -> None:
+        if self.store is None:
+            answer = {"corr": message.get("corr"), "error": P.KAFKA_STORAGE_ERROR,
+                      "message": "no --remote-store given to this broker"}
+            self.feed(lambda now: self.core.on_response(A.REMOTE_STORE, answer, now))
+            return
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, self.store.call, message)
+
+        def done(f) -> None:
+            if not self.stopping and not f.cancelled():
+                answer = f.result()
+                self.feed(lambda now: self.core.on_response(A.REMOTE_STORE, answer, now))
+        future.add_done_callback(done)
+
     def apply_disk(self, a: Any) -> None:
         if isinstance(a, A.Append):
             self._open(a.topic, a.partition).append(a.records)
+        elif isinstance(a, A.Roll):
+            self._open(a.topic, a.partition).roll()
+        elif isinstance(a, A.ResetLog):
+            self._open(a.topic, a.partition).truncate_fully_and_start_at(a.offset)
+        elif isinstance(a, A.DeleteSegments):
+            self._open(a.topic, a.partition).delete_segments_before(a.offset)
         elif isinstance(a, A.Truncate):
             self._open(a.topic, a.partition).truncate_to(a.offset)
         elif isinstance(a, A.Flush):
@@ -98,6 +139,7 @@ def parse_args(argv):
     parser = process_arguments("python3 -m replica.broker")
     parser.add_argument("--id", type=int, required=True)
     parser.add_argument("--controller", required=True)
+    parser.add_argument("--remote-store", help="HOST:PORT of replica.remote_store (tiered storage)")
     return parser.parse_args(argv)
 
 
@@ -106,9 +148,10 @@ async def amain(args) -> int:
     listen = parse_address(args.listen, "--listen")
     controller = parse_address(args.controller, "--controller")
     os.makedirs(args.data_dir, exist_ok=True)
+    store = parse_address(args.remote_store, "--remote-store") if args.remote_store else None
     core = BrokerCore(args.id, args.era, config, host=listen[0], port=listen[1],
                       controller_address=list(controller))
-    shell = BrokerShell(core, listen, controller, args.data_dir, config)
+    shell = BrokerShell(core, listen, controller, args.data_dir, config, store)
     recovered = shell.recover()
     return await shell.run(lambda now: core.start(now, recovered))
 

@@ -57,7 +57,7 @@ class LocalCluster:
     """Processes of one test cluster; ``close()`` kills them all (the fixture calls it)."""
 
     def __init__(self, root: Path, brokers: int = 3, era: str = "epoch", settings: dict | None = None,
-                 profile_dir: Path | None = None):
+                 profile_dir: Path | None = None, remote_store: bool = False):
         self.root = Path(root)
         self.profile_dir = profile_dir        # run each process under cProfile, dump there at SIGTERM
         self.era = era
@@ -65,6 +65,7 @@ class LocalCluster:
         self.broker_ids = list(range(1, brokers + 1))
         self.controller_address = ("127.0.0.1", free_port())
         self.addresses = {b: ("127.0.0.1", free_port()) for b in self.broker_ids}
+        self.store_address = ("127.0.0.1", free_port()) if remote_store else None
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs: dict[str, object] = {}
 
@@ -122,10 +123,23 @@ class LocalCluster:
         self._spawn(f"n{broker_id}", ["replica.broker", "--id", str(broker_id), "--listen", f"{host}:{port}",
                                       "--controller", f"{chost}:{cport}", "--data-dir",
                                       str(self.data_dir(broker_id)), "--era", self.era,
-                                      *self._settings_args()])
+                                      *self._store_args(), *self._settings_args()])
         self._wait_listening(f"n{broker_id}", self.addresses[broker_id])
 
+    def _store_args(self) -> list[str]:
+        return ["--remote-store", "%s:%d" % self.store_address] if self.store_address else []
+
+    def start_store(self) -> None:
+        """The tiered-storage object store (``replica.remote_store``) as process ``store``."""
+        host, port = self.store_address
+        self.data_dir("store").mkdir(parents=True, exist_ok=True)
+        self._spawn("store", ["replica.remote_store", "--listen", f"{host}:{port}",
+                              "--data-dir", str(self.data_dir("store"))])
+        self._wait_listening("store", self.store_address)
+
     def start(self) -> "LocalCluster":
+        if self.store_address:
+            self.start_store()
         self.start_controller()
         for b in self.broker_ids:
             self.start_broker(b)
@@ -206,8 +220,10 @@ def local_cluster(tmp_path):
     """Factory: ``local_cluster(brokers=3, era="epoch", settings={...})`` -> a started LocalCluster."""
     made: list[LocalCluster] = []
 
-    def make(brokers: int = 3, era: str = "epoch", settings: dict | None = None) -> LocalCluster:
-        cluster = LocalCluster(tmp_path / f"cluster{len(made)}", brokers, era, settings)
+    def make(brokers: int = 3, era: str = "epoch", settings: dict | None = None,
+             remote_store: bool = False) -> LocalCluster:
+        cluster = LocalCluster(tmp_path / f"cluster{len(made)}", brokers, era, settings,
+                               remote_store=remote_store)
         made.append(cluster)
         return cluster.start()
 
