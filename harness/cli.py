@@ -2,15 +2,55 @@
 Errors are one line on stderr and exit code 2."""
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import json
+import logging
+import sys
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Jepsen-style fault-injection harness for Kafka-style replicated logs.")
+
+
+class LogLevel(str, Enum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+class ExportFormat(str, Enum):
+    edn = "edn"
+    jsonl = "jsonl"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"harness {version('replog-harness')}")
+        except PackageNotFoundError:
+            typer.echo("harness (not installed: run scripts/setup.sh)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="print the version and exit"),
+    log_level: LogLevel = typer.Option(LogLevel.warning, "--log-level", envvar="HARNESS_LOG_LEVEL",
+                                       case_sensitive=False,
+                                       help="what the modules log to stderr (also HARNESS_LOG_LEVEL)"),
+) -> None:
+    """Jepsen-style fault-injection harness for Kafka-style replicated logs."""
+    logging.basicConfig(level=log_level.value.upper(), format="%(levelname)s %(name)s: %(message)s")
 
 
 def fail(msg: str, code: int = 2) -> None:
@@ -23,6 +63,33 @@ def _entry(module: str, name: str):
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
         fail(f"{module}.{name} is not available yet ({e})")
+
+
+ERAS = ("hw", "kip101", "epoch")
+BACKENDS = ("netns", "docker", "ssh")
+ENGINES = ("local", "spark")
+ACKS = ("0", "1", "all")
+
+
+def choice(*allowed: str):
+    """A callback that refuses anything but ``allowed``: one line naming the flag (typer's BadParameter)."""
+    def check(value):
+        if value is not None and value not in allowed:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+    return check
+
+
+def print_json(store: Path | None, code: int, results: dict | None = None) -> None:
+    """For machines: the whole result with the verdict and the store path, one JSON document on stdout."""
+    if results is None and store is not None and (store / "results.json").is_file():
+        try:
+            results = json.loads((store / "results.json").read_text())
+        except ValueError:
+            results = None
+    doc = dict(results) if isinstance(results, dict) else {"valid": "unknown", "error": "no results.json"}
+    doc.update(store=str(store) if store else None, exit_code=code)
+    typer.echo(json.dumps(doc, default=str))
 
 
 def ssh_options(hosts, ssh_user, ssh_key, known_hosts) -> dict:
@@ -45,8 +112,8 @@ def run(
     keys: Optional[int] = typer.Option(None, help="partitions = history keys (default 3)"),
     concurrency: Optional[int] = typer.Option(None, help="client processes (default 10)"),
     rate: Optional[float] = typer.Option(None, help="target ops/s over all clients (default 100)"),
-    acks: Optional[str] = typer.Option(None, help="0 | 1 | all (default all)"),
-    backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)"),
+    acks: Optional[str] = typer.Option(None, help="0 | 1 | all (default all)", callback=choice(*ACKS)),
+    backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)", callback=choice(*BACKENDS)),
     subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24; docker: first free /24 of 10.211.0.0/16)"),
     hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
     ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
@@ -56,6 +123,7 @@ def run(
     store_root: Optional[str] = typer.Option(None, "--store", help="store root directory (default ./store)"),
     set_: List[str] = typer.Option([], "--set", help="replica setting key=value (Kafka names), repeatable"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the checkers (exit 2)"),
+    json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
 ):
     """Create a cluster, run the workload under faults, check the history."""
     from harness.runner import Run, RunError
@@ -80,7 +148,9 @@ def run(
         fail(str(e))
     except OSError as e:
         fail(f"{type(e).__name__}: {e}")
-    if r.store is not None:
+    if json_out:
+        print_json(r.store, code)
+    elif r.store is not None:
         typer.echo(str(r.store))
     raise typer.Exit(code)
 
@@ -88,8 +158,9 @@ def run(
 @app.command()
 def check(
     store: Path = typer.Argument(..., help="a run directory, e.g. store/latest"),
-    engine: str = typer.Option("local", help="local | spark"),
+    engine: str = typer.Option("local", help="local | spark", callback=choice(*ENGINES)),
     master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
+    json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
 ):
     """Re-check a store (also a partial one): writes results.json."""
     from harness import verdict
@@ -107,7 +178,9 @@ def check(
         fail(str(e))
     except Exception as e:
         fail(f"checking {path} failed: {type(e).__name__}: {e}")
-    typer.echo(verdict.summary(results))
+    typer.echo(verdict.summary(results), err=json_out)
+    if json_out:
+        print_json(path, verdict.exit_code(results), results)
     raise typer.Exit(verdict.exit_code(results))
 
 
@@ -135,7 +208,7 @@ def cleanup(
 def check_history(
     file: Path = typer.Argument(..., help="history.jsonl or history.edn"),
     model: str = typer.Option(..., "--model", help="cas-register | kv | log"),
-    engine: str = typer.Option("local", help="local | spark"),
+    engine: str = typer.Option("local", help="local | spark", callback=choice(*ENGINES)),
     master: Optional[str] = typer.Option(None),
     time_limit: Optional[float] = typer.Option(None, help="seconds before giving up (unknown)"),
     out: Optional[Path] = typer.Option(None, "--out", help="the HTML page (default: NAME.linearizability.html beside the history)"),
@@ -229,10 +302,10 @@ def campaign(
 @app.command()
 def scenario(
     name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
-    era: Optional[str] = typer.Option(None, help="hw | kip101 | epoch"),
+    era: Optional[str] = typer.Option(None, help="hw | kip101 | epoch", callback=choice(*ERAS)),
     file: Optional[Path] = typer.Option(None, "--file", help="your own scenario script (YAML)"),
     list_: bool = typer.Option(False, "--list", help="list the library with the expected verdicts"),
-    backend: str = typer.Option("netns", help="netns | docker | ssh"),
+    backend: str = typer.Option("netns", help="netns | docker | ssh", callback=choice(*BACKENDS)),
     expect: bool = typer.Option(False, "--expect", help="exit 0 iff the verdict is the declared one (CI)"),
     store_root: str = typer.Option("store", "--store", help="store root directory"),
     subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24)"),
@@ -240,16 +313,89 @@ def scenario(
     ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
     ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
     known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
+    json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     run_command = _entry("nemesis.scenarios.cli", "run_command")
-    raise typer.Exit(run_command(name, str(file) if file else None, era, list_=list_, backend=backend,
-                                 expect=expect, store_root=store_root, subnet=subnet,
-                                 backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts)))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed if json_out else sys.stdout):  # the store path is its last line
+        code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend,
+                           expect=expect, store_root=store_root, subnet=subnet,
+                           backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts))
+    if json_out:
+        lines = printed.getvalue().splitlines()
+        sys.stderr.write(printed.getvalue())
+        store = Path(lines[-1]) if lines and Path(lines[-1]).is_dir() else None
+        print_json(store, code)
+    raise typer.Exit(code)
+
+
+@app.command()
+def index(
+    root: Path = typer.Argument(Path("store"), help="a store root"),
+    build_missing: bool = typer.Option(False, "--build-missing", help="also build the report of every run without one"),
+):
+    """Write ROOT/index.html over every run below a store root."""
+    if not root.is_dir():
+        fail(f"{root} is not a directory; give a store root such as ./store")
+    typer.echo(_entry("reports", "build_index")(str(root), build_missing=build_missing))
+
+
+@app.command()
+def export(
+    store: Path = typer.Argument(..., help="a run directory, e.g. store/latest"),
+    format_: ExportFormat = typer.Option(ExportFormat.edn, "--format",
+                                         help="edn: Jepsen's history.edn (Jepsen's and Elle's checkers read it)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output file (default STORE/history.FORMAT)"),
+):
+    """Write the run's history in another format."""
+    from harness.store import StoreError, validate_store
+
+    try:
+        path = validate_store(store)
+    except StoreError as e:
+        fail(str(e))
+    history = importlib.import_module("checkers.history")
+    target = out or path / f"history.{format_.value}"
+    if target.resolve() == (path / "history.jsonl").resolve():
+        fail(f"--out {target} is the run's own history; pick another file")
+    try:
+        ops = history.read_history(str(path / "history.jsonl"))
+        (history.write_edn if format_ is ExportFormat.edn else history.write_jsonl)(ops, str(target))
+    except history.HistoryError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"cannot write {target}: {e.strerror}; pass --out to a writable place")
+    typer.echo(str(target))
+
+
+@app.command()
+def repeat(
+    runs: int = typer.Option(10, help="runs of each asserted cell"),
+    only: List[str] = typer.Option([], "--only", help="only this scenario, repeatable"),
+    store_root: str = typer.Option("store-repeat", "--store", help="store root of the runs"),
+    subnet: str = typer.Option("10.214.3.0/24", help="host subnet of the runs"),
+):
+    """Run every asserted cell of the scenario table N times: counts and medians."""
+    repeat_main = _entry("nemesis.scenarios.repeat", "main")
+    argv = ["--runs", str(runs), "--store", store_root, "--subnet", subnet]
+    for name in only:
+        argv += ["--only", name]
+    raise typer.Exit(repeat_main(argv))
 
 
 def main() -> None:
-    app()
+    """Run the CLI; a usage error (unknown flag, bad value) is one line naming the flag, exit 2."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as e:  # typer's click: UsageError, BadParameter, NoSuchOption ...
+        if e.format_message():  # (no arguments: the help was shown)
+            typer.echo(f"harness: error: {e.format_message()}", err=True)
+        sys.exit(2)
+    except typer.Abort:
+        typer.echo("harness: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
