@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
 
 from harness.cluster.base import CONTROLLER, Cluster, broker_names
+from systems.replica.db import put_cluster_secret
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
@@ -21,6 +23,7 @@ class ReplicaDb:
         self.era = era
         self.brokers = broker_names(nodes)
         self.settings = settings
+        self.cluster_secret = secrets.token_hex(16)     # one per run: only this run's brokers are the cluster
 
     # -- addresses -------------------------------------------------------
     def broker_id(self, node: str) -> int:
@@ -48,16 +51,18 @@ class ReplicaDb:
         host, port = self.address(node)
         data = os.path.join(self.node_dir(node), "data")
         sets = [a for k, v in sorted(self.settings.items()) for a in ("--set", f"{k}={_fmt(v)}")]
+        secret = ["--cluster-secret-file", os.path.join(self.node_dir(node), "cluster-secret")]
         if node == CONTROLLER:
             return [py, "-m", "replica.controller", "--listen", f"{host}:{port}", "--data-dir", data,
-                    "--era", self.era, *sets]
+                    "--era", self.era, *secret, *sets]
         chost, cport = self.address(CONTROLLER)
         return [py, "-m", "replica.broker", "--id", str(self.broker_id(node)), "--listen", f"{host}:{port}",
-                "--controller", f"{chost}:{cport}", "--data-dir", data, "--era", self.era, *sets]
+                "--controller", f"{chost}:{cport}", "--data-dir", data, "--era", self.era, *secret, *sets]
 
     def start(self, node: str) -> int:
         remote = self.cluster.remotes[node]
         remote.run(["mkdir", "-p", os.path.join(self.node_dir(node), "data")])
+        put_cluster_secret(remote, os.path.join(self.node_dir(node), "cluster-secret"), self.cluster_secret)
         env = {"PYTHONPATH": self.cluster.layout.code_dir, "PYTHONUNBUFFERED": "1"}
         return remote.start_daemon(node, self._argv(node), self.log_path(node), env=env)
 

@@ -1,5 +1,6 @@
 """The broker process: ``python3 -m replica.broker --id N --listen HOST:PORT
---controller HOST:PORT --data-dir DIR --era hw|kip101|epoch [--config F] [--set k=v]``.
+--controller HOST:PORT --data-dir DIR --era hw|kip101|epoch --cluster-secret-file F
+[--config F] [--set k=v]``.
 
 A thin shell (``replica/shell.py``) around ``BrokerCore``: it recovers the
 partition logs and checkpoints from the data dir with ``replica/storage.py``,
@@ -19,7 +20,7 @@ from . import storage as S
 from .core import actions as A
 from .core.broker import HW_CHECKPOINT, BrokerCore
 from .remote_store import StoreClient
-from .shell import Shell, parse_address, process_arguments
+from .shell import Shell, parse_address, process_arguments, read_cluster_secret
 
 NO_SIZE_ROLL = 1 << 62          # segments roll when the core says so (Roll actions)
 
@@ -145,12 +146,13 @@ def parse_args(argv):
 
 async def amain(args) -> int:
     config = cfg.load(args.era, args.config, args.set)
+    secret = read_cluster_secret(args.cluster_secret_file)
     listen = parse_address(args.listen, "--listen")
     controller = parse_address(args.controller, "--controller")
     os.makedirs(args.data_dir, exist_ok=True)
     store = parse_address(args.remote_store, "--remote-store") if args.remote_store else None
     core = BrokerCore(args.id, args.era, config, host=listen[0], port=listen[1],
-                      controller_address=list(controller))
+                      controller_address=list(controller), cluster_secret=secret)
     shell = BrokerShell(core, listen, controller, args.data_dir, config, store)
     recovered = shell.recover()
     return await shell.run(lambda now: core.start(now, recovered))

@@ -1,5 +1,5 @@
 """The controller process: ``python3 -m replica.controller --listen HOST:PORT
---data-dir DIR --era hw|kip101|epoch [--config F] [--set k=v]``.
+--data-dir DIR --era hw|kip101|epoch --cluster-secret-file F [--config F] [--set k=v]``.
 
 A thin shell around ``ControllerCore``; its metadata (our ZooKeeper) is kept in
 ``DIR/controller-state.json``, replaced atomically on every change.
@@ -16,7 +16,7 @@ from typing import Any
 from . import config as cfg
 from .core import actions as A
 from .core.controller import ControllerCore
-from .shell import Shell, parse_address, process_arguments
+from .shell import Shell, parse_address, process_arguments, read_cluster_secret
 
 STATE_FILE = "controller-state.json"
 
@@ -58,9 +58,10 @@ def parse_args(argv):
 
 async def amain(args) -> int:
     config = cfg.load(args.era, args.config, args.set)
+    secret = read_cluster_secret(args.cluster_secret_file)
     listen = parse_address(args.listen, "--listen")
     os.makedirs(args.data_dir, exist_ok=True)
-    core = ControllerCore(args.era, config, address=list(listen))
+    core = ControllerCore(args.era, config, address=list(listen), cluster_secret=secret)
     shell = ControllerShell(core, listen, args.data_dir)
     try:
         persisted = shell.load()

@@ -127,6 +127,16 @@ LeaderAndIsr (controller -> broker) and UpdateMetadata (controller -> broker)
        than the one it holds. LeaderAndIsr changes roles; UpdateMetadata only
        the metadata cache.
 
+Cluster identity (Kafka's ClusterAction)
+    Every request a broker or the controller sends to another (not to the remote store) carries
+    ``cluster_secret``, the secret of ``--cluster-secret-file``. Without it
+    (or with another) a Fetch with a replica_id is served as a consumer's
+    (below the HW; it moves neither the HW nor the ISR), and Register,
+    Heartbeat, AlterIsr, IsrChangeNotification, PutRemoteSegment, LeaderAndIsr and
+    UpdateMetadata are refused with CLUSTER_AUTHORIZATION_FAILED. A broker
+    whose registration is refused so exits (code 2): it cannot be part of
+    this cluster.
+
 State (debug, any process)
     <- as in docs/interfaces.md: broker, era, partitions: [{topic, partition,
        role, leader, leader_epoch, leo, hw, log_start, isr, epoch_cache}]
@@ -191,6 +201,7 @@ UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
 INVALID_REQUEST = "INVALID_REQUEST"
 INVALID_RECORD = "INVALID_RECORD"
+CLUSTER_AUTHORIZATION_FAILED = "CLUSTER_AUTHORIZATION_FAILED"
 MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
 UNSUPPORTED_API = "UNSUPPORTED_API"
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
@@ -210,6 +221,7 @@ INDEFINITE_PRODUCE_ERRORS = frozenset({REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AF
 
 # --- Special values -----------------------------------------------------------
 CONSUMER_REPLICA_ID = -1
+CLUSTER_SECRET = "cluster_secret"    # field of every inter-broker request (see "Cluster identity")
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 NO_EPOCH_CHECK = -1

@@ -45,9 +45,33 @@ def process_arguments(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--listen", required=True)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--era", choices=P.ERAS, required=True)
+    parser.add_argument("--cluster-secret-file", help="a file holding the cluster's secret (required)")
     parser.add_argument("--config")
     parser.add_argument("--set", action="append", default=[])
     return parser
+
+
+def read_cluster_secret(path: str | None) -> str:
+    """The cluster's secret: the first line of ``--cluster-secret-file``.
+
+    The controller and every broker of a cluster get the same file; the
+    secret travels in every inter-broker request (follower fetches,
+    registration, heartbeats, ISR changes, the controller's pushes), and
+    requests without it are not the cluster's (Kafka's ClusterAction). A
+    process without a secret would be a cluster anyone can join, so it does
+    not start: ValueError with a one-line message.
+    """
+    fix = "give every process of the cluster the same file, e.g. `openssl rand -hex 16 > FILE`"
+    if not path:
+        raise ValueError(f"--cluster-secret-file is missing: {fix}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            secret = f.readline().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"--cluster-secret-file {path} cannot be read ({e}): {fix}") from None
+    if not secret:
+        raise ValueError(f"--cluster-secret-file {path} is empty: {fix}")
+    return secret
 
 
 def parse_address(text: str, what: str) -> tuple[str, int]:
@@ -226,6 +250,7 @@ class Shell:
         self.stopping = False
         self._timer: asyncio.TimerHandle | None = None
         self._stop = asyncio.Event()
+        self.exit_code = 0
 
     # ---- subclass hooks
     def address_of(self, dest: Any) -> tuple[str, int] | None:
@@ -274,6 +299,10 @@ class Shell:
                 self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
             elif isinstance(a, A.Log):
                 self.log(a.text)
+            elif isinstance(a, A.Exit):
+                self.log(f"error: {a.text}")
+                self.exit_code = 2
+                self._stop.set()
             else:
                 self.apply_disk(a)
 
@@ -291,7 +320,7 @@ class Shell:
         self.feed(start_call)
         await self._stop.wait()
         self.stopping = True
-        self.log("SIGTERM: shutting down")
+        self.log("SIGTERM: shutting down" if self.exit_code == 0 else "shutting down")
         if hasattr(self.core, "shutdown"):
             self.feed(self.core.shutdown)
         server.close()
@@ -302,7 +331,7 @@ class Shell:
         for conn in list(self.connections):
             conn.close()
         self.close()
-        return 0
+        return self.exit_code
 
     def close(self) -> None:
         """Release resources (subclasses close their files)."""

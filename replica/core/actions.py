@@ -112,3 +112,10 @@ class SetTimer:
 class Log:
     """One line for the process log."""
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """Stop the process with exit code 2: it cannot take part in its cluster
+    (e.g. the controller refused its cluster secret)."""
+    text: str

@@ -28,12 +28,12 @@ from typing import Any
 
 from .. import config as cfg
 from .. import protocol as P
-from .actions import (CONTROLLER, Append, Flush, Log, Reply, Send, SetTimer, Truncate,
+from .actions import (CONTROLLER, REMOTE_STORE, Append, Exit, Flush, Log, Reply, Send, SetTimer, Truncate,
                       WriteEpochCheckpoint, WriteOffsetCheckpoint)
 from .epoch_cache import UNDEFINED, EpochCache
 from .partition import Partition, RemoteReplica
 from .tiered import BUILDING_AUX, TIERED_APIS, TieredMixin
-from .validate import BadRequest, dispatch_request, get_int, get_str
+from .validate import BadRequest, dispatch_request, from_cluster, get_int, get_str
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 
@@ -72,7 +72,7 @@ class _ParkedProduce:
 
 class BrokerCore(TieredMixin):
     def __init__(self, broker_id: int, era: str, config: dict, host: str = "127.0.0.1",
-                 port: int = 0, controller_address: list | None = None):
+                 port: int = 0, controller_address: list | None = None, cluster_secret: str | None = None):
         if era not in P.ERAS:
             raise ValueError(f"unknown era {era!r}")
         self.id = broker_id
@@ -80,6 +80,7 @@ class BrokerCore(TieredMixin):
         self.config = dict(config)
         self.host, self.port = host, port
         self.controller_address = controller_address
+        self.cluster_secret = cluster_secret   # carried by our requests, asked of followers and the controller
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.metadata: dict[tuple[str, int], dict] = {}
         self.brokers: dict[str, list] = {}
@@ -273,6 +274,8 @@ class BrokerCore(TieredMixin):
         corr = self._corr
         message = {"api": api, "corr": corr}
         message.update(body)
+        if self.cluster_secret is not None and dest != REMOTE_STORE:    # the store is no cluster member
+            message[P.CLUSTER_SECRET] = self.cluster_secret
         self._pending[corr] = _Pending(corr, dest, api, ctx, now + timeout)
         self._out.append(Send(dest, message))
         return corr
@@ -486,6 +489,8 @@ class BrokerCore(TieredMixin):
         p = self._lookup(conn, corr, message)
         if p is None or self._epoch_fenced(conn, corr, p, message):
             return
+        if replica_id >= 0 and not from_cluster(message, self.cluster_secret):
+            replica_id = P.CONSUMER_REPLICA_ID      # not the cluster's: a consumer, whatever it claims
         if self._tiered_fetch(conn, corr, p, offset, replica_id, max_records, now):
             return
         if offset < p.local_start or offset > p.leo:
@@ -810,6 +815,10 @@ class BrokerCore(TieredMixin):
     # ------------------------------------------------------ controller traffic
     def _dispatch_response(self, pending: _Pending, message: dict, now: int) -> None:
         api = pending.api
+        if pending.dest == CONTROLLER and message.get("error") == P.CLUSTER_AUTHORIZATION_FAILED:
+            self._out.append(Exit(f"broker {self.id}: the controller refused our cluster secret ({api}): "
+                                  "start every process of the cluster with the same --cluster-secret-file"))
+            return
         if api == P.FETCH:
             self._on_fetch_response(pending, message, now)
         elif api == P.OFFSETS_FOR_LEADER_EPOCH:
@@ -836,6 +845,9 @@ class BrokerCore(TieredMixin):
                 self._apply_push(message["sync"], now)
 
     def _on_leader_and_isr(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        if not from_cluster(message, self.cluster_secret):
+            self._reply(conn, corr, P.CLUSTER_AUTHORIZATION_FAILED, message="not from this cluster's controller")
+            return
         seq = get_int(message, "seq", default=0)
         self._apply_push(message, now)
         self._reply(conn, corr, None, seq=seq)

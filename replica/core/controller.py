@@ -21,14 +21,21 @@ from typing import Any
 from .. import config as cfg
 from .. import protocol as P
 from .actions import Log, Persist, Reply, Send, SetTimer
-from .validate import BadRequest, dispatch_request, get_int, get_str
+from .validate import BadRequest, dispatch_request, from_cluster, get_int, get_str
+
+
+# APIs only the cluster's brokers may call (Kafka's ClusterAction); clients keep
+# CreateTopic, Metadata, State and ListRemoteSegments.
+_BROKER_ONLY = frozenset({P.REGISTER, P.HEARTBEAT, P.ALTER_ISR, P.ISR_CHANGE_NOTIFICATION,
+                          P.PUT_REMOTE_SEGMENT})
 
 
 class ControllerCore:
-    def __init__(self, era: str, config: dict, address: list | None = None):
+    def __init__(self, era: str, config: dict, address: list | None = None, cluster_secret: str | None = None):
         self.era = era
         self.config = dict(config)
         self.address = address
+        self.cluster_secret = cluster_secret   # asked of the brokers' requests, carried by our pushes
         self.brokers: dict[int, dict] = {}   # id -> {host, port, epoch, alive, deadline, sent, acked}
         self.topics: dict[str, dict] = {}    # name -> {"config": {}, "partitions": {p: state}}
         self.next_broker_epoch = 1
@@ -65,6 +72,10 @@ class ControllerCore:
         return self._finish(now)
 
     def on_request(self, conn: Any, message: dict, now: int) -> list:
+        if message.get("api") in _BROKER_ONLY and not from_cluster(message, self.cluster_secret):
+            self._reply(conn, message.get("corr"), P.CLUSTER_AUTHORIZATION_FAILED,
+                        message="only the cluster's brokers may call this")
+            return self._finish(now)
         dispatch_request(self._handlers, self._reply, conn, message, now)
         return self._finish(now)
 
@@ -161,8 +172,11 @@ class ControllerCore:
         b = self.brokers[bid]
         b["sent"] += 1
         self._corr += 1
-        self._out.append(Send(bid, {"api": api, "corr": self._corr, "seq": b["sent"],
-                                    "brokers": self._broker_addresses(), "partitions": updates}))
+        message = {"api": api, "corr": self._corr, "seq": b["sent"],
+                   "brokers": self._broker_addresses(), "partitions": updates}
+        if self.cluster_secret is not None:
+            message[P.CLUSTER_SECRET] = self.cluster_secret
+        self._out.append(Send(bid, message))
 
     def _set(self, s: dict, leader: Any, isr: list) -> None:
         if leader != s["leader"]:

@@ -3,6 +3,7 @@ with INVALID_REQUEST), never an exception that takes the process down."""
 
 from __future__ import annotations
 
+import hmac
 from typing import Any
 
 _MISSING = object()
@@ -34,6 +35,17 @@ def get_str(message: dict, name: str, default: Any = _MISSING) -> str:
     if not isinstance(value, str):
         raise BadRequest(f"field {name!r} must be a string")
     return value
+
+
+def from_cluster(message: dict, secret: str | None) -> bool:
+    """True if a request carries the cluster's secret (always, for a core built
+    without one: unit tests of the core; the processes refuse to start so)."""
+    if secret is None:
+        return True
+    from .. import protocol as P
+
+    given = message.get(P.CLUSTER_SECRET)
+    return isinstance(given, str) and hmac.compare_digest(given.encode("utf-8"), secret.encode("utf-8"))
 
 
 def dispatch_request(handlers: dict, reply, conn: Any, message: Any, now: int) -> None:

@@ -72,6 +72,7 @@ class Simulator:
         self.keep_logs = keep_logs
         self.logs: list[tuple[int, str]] = []
         self.controller_state: dict | None = None
+        self.cluster_secret = f"sim-{seed}"      # the cores check it as the processes do
         self.broker_ids = list(range(1, brokers + 1))
         self.nodes: dict[Any, Node] = {CTL: Node(CTL), STORE: Node(STORE)}
         self.objects: dict[str, bytes] = {}     # the remote store's disk
@@ -188,7 +189,7 @@ class Simulator:
                 self._push(a.at, ("timer", node.name, node.timer_gen, node.incarnation))
             elif isinstance(a, A.Persist):
                 self.controller_state = a.state
-            elif isinstance(a, A.Log):
+            elif isinstance(a, (A.Log, A.Exit)):
                 if self.keep_logs:
                     self.logs.append((self.now, a.text))
             else:
@@ -200,13 +201,14 @@ class Simulator:
         node.alive = True
         node.incarnation += 1
         if name == CTL:
-            node.core = ControllerCore(self.era, self.config, address=["ctl", 0])
+            node.core = ControllerCore(self.era, self.config, address=["ctl", 0],
+                                       cluster_secret=self.cluster_secret)
             self._apply(node, node.core.start(self.now, self.controller_state))
         elif name == STORE:
             node.core = SimStore(self.objects)
         else:
             node.core = BrokerCore(name, self.era, self.config, host=f"n{name}", port=name,
-                                   controller_address=["ctl", 0])
+                                   controller_address=["ctl", 0], cluster_secret=self.cluster_secret)
             self._apply(node, node.core.start(self.now, node.disk.recovered()))
 
     def crash(self, name, lose_unflushed: bool = False) -> None:

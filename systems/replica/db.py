@@ -5,7 +5,9 @@ Process and Pausable."""
 from __future__ import annotations
 
 import os
+import secrets
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +31,7 @@ class ReplicaDb:
         self.nodes = list(plan.nodes)
         self.hosts = [self.controller, *self.nodes]
         self.settings = dict(shape.settings)
+        self.cluster_secret = secrets.token_hex(16)     # one per run: only this run's brokers are the cluster
         self.env: dict[str, dict[str, str]] = {}
         self.process = self
         self.pausable = self
@@ -68,16 +71,20 @@ class ReplicaDb:
         self.env[node] = dict(env)
 
     # -- lifecycle -------------------------------------------------------
+    def secret_path(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), "cluster-secret")
+
     def _argv(self, node: str) -> list[str]:
         py = self.cluster.layout.python
         host, port = self.address(node)
         sets = [a for k, v in sorted(self.settings.items()) for a in ("--set", f"{k}={_fmt(v)}")]
+        common = ["--era", self.era, "--cluster-secret-file", self.secret_path(node), *sets]
         if node == self.controller:
             return [py, "-m", "replica.controller", "--listen", f"{host}:{port}", "--data-dir",
-                    self.data_dir(node), "--era", self.era, *sets]
+                    self.data_dir(node), *common]
         chost, cport = self.address(self.controller)
         return [py, "-m", "replica.broker", "--id", str(self.broker_id(node)), "--listen", f"{host}:{port}",
-                "--controller", f"{chost}:{cport}", "--data-dir", self.data_dir(node), "--era", self.era, *sets]
+                "--controller", f"{chost}:{cport}", "--data-dir", self.data_dir(node), *common]
 
     def setup(self) -> None:
         self.cluster.install_code(str(REPO_DIR))
@@ -87,6 +94,7 @@ class ReplicaDb:
     def start(self, node: str) -> None:
         remote = self.cluster.remotes[node]
         remote.run(["mkdir", "-p", self.data_dir(node)])
+        put_cluster_secret(remote, self.secret_path(node), self.cluster_secret)
         env = {"PYTHONPATH": self.cluster.layout.code_dir, "PYTHONUNBUFFERED": "1", **self.env.get(node, {})}
         remote.start_daemon(node, self._argv(node), self.log_path(node), env=env)
 
@@ -147,6 +155,20 @@ def _fmt(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+def put_cluster_secret(remote, path: str, secret: str) -> None:
+    """Write the run's cluster secret to ``path`` on a host (mode 0600), for
+    ``--cluster-secret-file`` (docs/interfaces.md): a file keeps it out of the
+    process table and of the logged command lines."""
+    fd, local = tempfile.mkstemp(prefix="cluster-secret-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(secret + "\n")
+        remote.put(local, path)
+        remote.run(["chmod", "600", path], check=False)
+    finally:
+        os.unlink(local)
 
 
 def _last_line(text: str) -> str:

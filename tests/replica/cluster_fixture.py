@@ -2,7 +2,7 @@
 
 Processes run ``python -m replica.controller`` / ``python -m replica.broker``
 exactly as documented in docs/interfaces.md, with free ports, temporary data
-dirs and scaled-down timings. Every process gets PR_SET_PDEATHSIG(SIGKILL), so
+dirs, a fresh cluster secret and scaled-down timings. Every process gets PR_SET_PDEATHSIG(SIGKILL), so
 it dies with the test process even if pytest itself is killed, and the
 fixture's teardown SIGKILLs whatever is left: no process survives a test.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -68,6 +69,18 @@ class LocalCluster:
         self.store_address = ("127.0.0.1", free_port()) if remote_store else None
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs: dict[str, object] = {}
+        self.secret_file = self.root / "cluster-secret"
+
+    def _secret_args(self) -> list[str]:
+        """``--cluster-secret-file``, written on first use (none for a replica tree
+        older than the flag: bench/produce_throughput.py --compare runs one)."""
+        if "--cluster-secret-file" not in (Path(REPO) / "replica" / "shell.py").read_text():
+            return []
+        if not self.secret_file.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.secret_file.write_text(secrets.token_hex(16) + "\n")
+            self.secret_file.chmod(0o600)
+        return ["--cluster-secret-file", str(self.secret_file)]
 
     # ------------------------------------------------------------------ paths
     def data_dir(self, broker_id: int | str) -> Path:
@@ -113,7 +126,7 @@ class LocalCluster:
         self.data_dir("ctl").mkdir(parents=True, exist_ok=True)
         self._spawn("ctl", ["replica.controller", "--listen", f"{host}:{port}",
                             "--data-dir", str(self.data_dir("ctl")), "--era", self.era,
-                            *self._settings_args()])
+                            *self._secret_args(), *self._settings_args()])
         self._wait_listening("ctl", self.controller_address)
 
     def start_broker(self, broker_id: int) -> None:
@@ -123,7 +136,7 @@ class LocalCluster:
         self._spawn(f"n{broker_id}", ["replica.broker", "--id", str(broker_id), "--listen", f"{host}:{port}",
                                       "--controller", f"{chost}:{cport}", "--data-dir",
                                       str(self.data_dir(broker_id)), "--era", self.era,
-                                      *self._store_args(), *self._settings_args()])
+                                      *self._secret_args(), *self._store_args(), *self._settings_args()])
         self._wait_listening(f"n{broker_id}", self.addresses[broker_id])
 
     def _store_args(self) -> list[str]:
