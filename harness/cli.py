@@ -124,6 +124,7 @@ def run(
     set_: List[str] = typer.Option([], "--set", help="replica setting key=value (Kafka names), repeatable"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the checkers (exit 2)"),
     json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
 ):
     """Create a cluster, run the workload under faults, check the history."""
     from harness.runner import Run, RunError
@@ -152,6 +153,9 @@ def run(
         print_json(r.store, code)
     elif r.store is not None:
         typer.echo(str(r.store))
+    if junit is not None:
+        from harness import junit as junit_xml
+        junit_xml.write(junit, "harness run", [junit_xml.run_case(r.store)])
     raise typer.Exit(code)
 
 
@@ -275,28 +279,59 @@ def bench(
     typer.echo(json.dumps(res, indent=2, default=str))
 
 
-@app.command()
-def campaign(
-    root: Path = typer.Argument(..., help="a store root; every run directory below it is checked"),
+campaign_app = typer.Typer(no_args_is_help=True, help="Campaigns: a matrix of runs, checked in one Spark job.")
+app.add_typer(campaign_app, name="campaign")
+
+
+@campaign_app.command("run")
+def campaign_run(
+    file: Path = typer.Argument(..., help="campaign file, e.g. campaigns/smoke.yaml"),
+    store_root: str = typer.Option("store", "--store", help="store root; the campaign goes to STORE/campaigns/NAME/TIME"),
+    resume: bool = typer.Option(False, "--resume", help="continue the last unfinished campaign of this file"),
+    parallel: int = typer.Option(1, "--parallel", help="runs at once (netns runs get their own /24 each)"),
+    budget: Optional[str] = typer.Option(None, "--budget", help="start no run that would end after this, e.g. 2h"),
+    runs_per_cell: Optional[int] = typer.Option(None, "--runs-per-cell", help="runs per cell (overrides seeds/runs)"),
+    stop_on_first_invalid: bool = typer.Option(False, "--stop-on-first-invalid",
+                                               help="start no more runs once a cell expected valid has an invalid run"),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (always: CAMPAIGN/junit.xml)"),
+    master: Optional[str] = typer.Option(None, help="Spark master of the final check (default local[2])"),
+    subnets: Optional[str] = typer.Option(None, "--subnets", help="pool of /24s for parallel netns runs (overrides the file)"),
+):
+    """Run a campaign: exit 0 every cell as expected, 1 some cell not, 2 could not run."""
+    from harness.campaign.cli import run_command
+    from harness.campaign.execute import Options
+
+    raise typer.Exit(run_command(str(file), Options(
+        store_root=store_root, resume=resume, parallel=parallel, budget=budget, runs_per_cell=runs_per_cell,
+        stop_on_first_invalid=stop_on_first_invalid, junit=str(junit) if junit else None, master=master,
+        subnets=subnets)))
+
+
+@campaign_app.command("check")
+def campaign_check(
+    path: Path = typer.Argument(..., help="a campaign folder (STORE/campaigns/NAME/TIME) or a store root"),
     master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
 ):
-    """Check every run under a store root in one Spark job (writes each results.json)."""
-    check_campaign = _entry("checkers.store", "check_campaign")
-    if not root.is_dir():
-        fail(f"{root} is not a directory; give a store root such as ./store")
-    runs = sorted({str(p.parent) for p in root.rglob("history.jsonl") if "latest" not in p.parts})
-    if not runs:
-        fail(f"no runs (history.jsonl) under {root}; give the folder that `harness run --store` wrote")
+    """Check every run of a campaign folder (or below a store root) in one Spark job."""
+    from harness.campaign.cli import check_command
+
+    raise typer.Exit(check_command(str(path), master))
+
+
+@app.command()
+def serve(
+    store: Path = typer.Argument(Path("store"), help="a store root"),
+    port: int = typer.Option(8080, help="port on 127.0.0.1 (0: any free port)"),
+):
+    """Browse a store root over HTTP on 127.0.0.1."""
+    from harness.serve import serve as serve_store
+
+    if not store.is_dir():
+        fail(f"{store} is not a directory; give a store root such as ./store")
     try:
-        results = check_campaign(runs, master=master, skip_bad=True)
-    except ValueError as e:  # an unreachable Spark master
-        fail(str(e))
-    worst = 0
-    for run, res in sorted(results.items()):
-        code = {True: 0, False: 1}.get(res.get("valid"), 2)
-        worst = max(worst, code)
-        typer.echo(f"{['valid', 'INVALID', 'unknown'][code]:8} {run}")
-    raise typer.Exit(worst)
+        serve_store(store, port, announce=typer.echo)
+    except OSError as e:
+        fail(f"cannot listen on 127.0.0.1:{port} ({e.strerror}); pick another --port")
 
 
 @app.command()
@@ -314,6 +349,7 @@ def scenario(
     ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
     known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
     json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     run_command = _entry("nemesis.scenarios.cli", "run_command")
@@ -321,7 +357,8 @@ def scenario(
     with contextlib.redirect_stdout(printed if json_out else sys.stdout):  # the store path is its last line
         code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend,
                            expect=expect, store_root=store_root, subnet=subnet,
-                           backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts))
+                           backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts),
+                           junit=str(junit) if junit else None)
     if json_out:
         lines = printed.getvalue().splitlines()
         sys.stderr.write(printed.getvalue())

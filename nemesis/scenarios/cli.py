@@ -41,7 +41,8 @@ def _short(e) -> str:
 
 def run_command(name: str | None, file: str | None, era: str | None, list_: bool = False,
                 backend: str = "netns", expect: bool = False, store_root: str = "store",
-                subnet: str | None = None, check: bool = True, backend_options: dict | None = None) -> int:
+                subnet: str | None = None, check: bool = True, backend_options: dict | None = None,
+                junit: str | None = None) -> int:
     if list_:
         print(describe_library())
         return 0
@@ -70,6 +71,9 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
         return _err(str(e).splitlines()[0])
     if run.store is not None:
         print(str(run.store))
+    if junit:
+        from harness import junit as junit_xml
+        junit_xml.write(junit, "harness scenario", [junit_xml.run_case(run.store, f"{scenario.name}/{era}")])
     if run.step_error:
         return _err(run.step_error)
     if run.results is None:

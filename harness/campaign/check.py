@@ -1,0 +1,61 @@
+"""Check every finished run of a campaign in one Spark job.
+
+Each run was already checked in-process when it ended (so a run's exit code
+and --stop-on-first-invalid mean something while the campaign goes on); the
+Spark job at the end is the campaign's verdict, as `harness campaign check`
+has always done: `checkers.store.check_campaign` writes each results.json.
+A scenario run's verdict also depends on what its script allows, kept in
+`scenario-results.json`; it is put back into results.json after the job.
+A report is rebuilt when the verdict or the anomaly counts changed, or when
+it is missing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.campaign.verdicts import anomaly_counts, read_json
+from harness.store import write_json
+
+
+class CheckError(RuntimeError):
+    """The Spark job could not run (no Java, a bad master, ...); one line."""
+
+
+def check_stores(stores: list[Path], master: str | None = None, log=print) -> dict[str, dict]:
+    """-> {store: results}; results.json (and report.html where needed) rewritten."""
+    if not stores:
+        return {}
+    from checkers.store import check_campaign
+
+    before = {str(s): read_json(s / "results.json") for s in stores}
+    log(f"checking {len(stores)} runs in one Spark job")
+    try:
+        found = check_campaign([str(s) for s in stores], master=master, skip_bad=True)
+    except Exception as e:  # a missing JVM or master is one line, and the runs keep their own results
+        raise CheckError(f"the Spark check failed ({type(e).__name__}: {str(e).splitlines()[0][:300]}); "
+                         f"each run keeps the results of its own check") from None
+    for store in stores:
+        results = found.get(str(store))
+        if results is None:
+            continue
+        sc = read_json(store / "scenario-results.json")
+        if sc and isinstance(sc.get("scenario"), dict):
+            results = {**results, "valid": sc.get("valid"), "scenario": sc["scenario"]}
+            write_json(store / "results.json", results)
+            found[str(store)] = results
+        old = before.get(str(store))
+        if old is None or _changed(old, results) or not (store / "report.html").is_file():
+            _report(store, log)
+    return found
+
+
+def _changed(old: dict, new: dict) -> bool:
+    return old.get("valid") != new.get("valid") or anomaly_counts(old) != anomaly_counts(new)
+
+
+def _report(store: Path, log) -> None:
+    try:
+        from reports import build_report
+        build_report(str(store))
+    except Exception as e:  # a report that fails never changes a verdict
+        log(f"report of {store} failed: {type(e).__name__}: {e}")

@@ -1,0 +1,132 @@
+"""Expand a campaign file into cells and runs, in a stable order.
+
+Order: systems, then workloads, eras, nemesis sets, backends (random runs);
+then scenarios, eras, backends; the order of each list is the file's. A
+scenario in an era its library entry does not assert (and no `expect` rule
+names) is left out: its script is not meant for that generation. A
+cell's id is made of its axis values only, so the same cell has the same id
+in every campaign of the file (that is what the comparison joins on), and a
+run's id adds its seed.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+from harness.campaign.spec import CampaignFile
+
+ERA_SYSTEMS = {"replica"}  # systems whose runs take --era (the replica's protocol generations)
+SCENARIO_SYSTEM = "replica"  # the scenario library scripts the replica
+
+
+@dataclass
+class Cell:
+    id: str
+    kind: str                       # "run" (random faults) or "scenario"
+    system: str
+    era: str | None
+    nemesis: list[str]
+    workload: str | None
+    scenario: str | None
+    backend: str
+    expect: str                     # valid | invalid | any | scenario (the library's verdict for the era)
+    why: str = ""
+    runs: list[dict] = field(default_factory=list)   # {"id", "seed", "index"}
+
+    @property
+    def label(self) -> str:
+        """system/era/nemesis (random runs) or scenario/era: the JUnit classname."""
+        if self.kind == "scenario":
+            return "/".join(x for x in (self.scenario, self.era) if x)
+        parts = [self.system, self.era, "+".join(self.nemesis) or "none"]
+        if self.workload and self.workload != "log":
+            parts.append(self.workload)
+        if self.backend != "netns":
+            parts.append(self.backend)
+        return "/".join(p for p in parts if p)
+
+    def axes(self) -> dict:
+        return {"system": self.system, "era": self.era, "nemesis": self.nemesis, "workload": self.workload,
+                "scenario": self.scenario, "backend": self.backend}
+
+    def as_json(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+
+def cell_id(*parts) -> str:
+    return "-".join(str(p) for p in parts if p not in (None, ""))
+
+
+def derived_seed(salt: str, cell: str, index: int) -> int:
+    """A seed fixed by the plan: same salt, cell and index -> same seed."""
+    digest = hashlib.sha256(f"{salt}/{cell}/{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
+
+
+def expectation(campaign: CampaignFile, axes: dict, default: str) -> tuple[str, str]:
+    """(verdict, why) of the first rule whose `where` matches the cell."""
+    for rule in campaign.expect:
+        if all(_matches(axes.get(k), want) for k, want in rule.where.items()):
+            return rule.verdict, rule.why
+    return default, ""
+
+
+def _matches(value, want) -> bool:
+    if isinstance(value, list):  # nemesis sets compare as sets
+        return sorted(value) == sorted(want if isinstance(want, list) else [want])
+    if isinstance(want, list):
+        return value in want
+    return value == want
+
+
+def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) -> list[Cell]:
+    """Every cell of the matrix with its runs (seeds), in the stable order."""
+    count = runs_per_cell or (len(campaign.seeds) if campaign.seeds else campaign.runs)
+    cells: list[Cell] = []
+    for system in campaign.systems:
+        eras = campaign.eras if system in ERA_SYSTEMS else [None]
+        for workload in campaign.workloads:
+            for era in eras:
+                for nemesis in campaign.nemesis:
+                    for backend in campaign.backends:
+                        cid = cell_id(system, workload if workload != "log" else None, era,
+                                      "+".join(nemesis) or "none", backend if backend != "netns" else None)
+                        cells.append(_cell(campaign, cid, "run", system, era, nemesis, workload, None, backend))
+    for scenario in campaign.scenarios:
+        for era in campaign.eras:
+            for backend in campaign.backends:
+                cid = cell_id("scenario", scenario, era, backend if backend != "netns" else None)
+                cell = _cell(campaign, cid, "scenario", SCENARIO_SYSTEM, era, [], None, scenario, backend)
+                if cell.expect != "any" or cell.why:  # an era the library does not assert, no rule: left out
+                    cells.append(cell)
+    for cell in cells:
+        for i in range(count):
+            if campaign.seeds and i < len(campaign.seeds) and cell.kind == "run":
+                seed = campaign.seeds[i]
+            elif cell.kind == "run":
+                seed = derived_seed(salt, cell.id, i)
+            else:
+                seed = None  # a scenario is a fixed script: its runs are repetitions
+            tag = f"seed-{seed}" if seed is not None else f"run-{i + 1}"
+            cell.runs.append({"id": f"{cell.id}/{tag}", "seed": seed, "index": i, "tag": tag})
+    ids = [c.id for c in cells]
+    if len(ids) != len(set(ids)):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"cell {dup} appears twice; remove the repeated axis value")
+    return cells
+
+
+def _cell(campaign, cid, kind, system, era, nemesis, workload, scenario, backend) -> Cell:
+    axes = {"system": system, "era": era, "nemesis": nemesis, "workload": workload, "scenario": scenario,
+            "backend": backend}
+    default = "scenario" if kind == "scenario" else "valid"
+    verdict, why = expectation(campaign, axes, default)
+    if verdict == "scenario":
+        verdict = _scenario_expectation(scenario, era)
+    return Cell(cid, kind, system, era, list(nemesis), workload, scenario, backend, verdict, why)
+
+
+def _scenario_expectation(name: str, era: str) -> str:
+    """"scenario" when the library declares a verdict for this era, else "any"."""
+    from nemesis.scenarios.script import load_scenario
+    return "scenario" if era in load_scenario(name).expect else "any"

@@ -1,0 +1,219 @@
+"""The campaign file: the axes of the matrix, the runs per cell, what each
+cell is expected to show, and the budget. Validated with pydantic; any
+mistake is one line that names the field, before any run starts."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.spec import BACKENDS, ERAS, FAULTS, TestSpec
+
+AXES = ("system", "era", "nemesis", "workload", "scenario", "backend")
+# `harness run` fields a campaign sets itself (axes, seeds, where the store goes)
+OWN_FIELDS = {"era", "nemesis", "seed", "backend", "subnet", "store_root", "name", "time_limit",
+              "nemesis_interval", "settings", "check", "backend_options"}
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class CampaignError(ValueError):
+    """A campaign that cannot run; the message is one line naming the problem and the fix."""
+
+
+def parse_duration(text: str | float | int) -> float:
+    """'2h', '90m', '45s', '3600' -> seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text <= 0:
+            raise ValueError(f"{text!r} is not a positive duration")
+        return float(text)
+    m = DURATION.match(str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not a duration such as 2h, 90m or 600s")
+    return float(m.group(1)) * UNITS[m.group(2)]
+
+
+def known(kind: str) -> list[str]:
+    """Registered names (harness.registry entry points) or the built-in ones."""
+    builtin = {"system": ["replica"], "workload": ["log"], "fault": list(FAULTS)}[kind]
+    try:
+        from harness import registry
+        group = {"system": registry.SYSTEMS, "workload": registry.WORKLOADS, "fault": registry.FAULTS}[kind]
+        found = registry.names(group)
+    except (ImportError, AttributeError):
+        found = []
+    return sorted(set(found) | set(builtin))
+
+
+class ExpectRule(BaseModel):
+    """Cells matching `where` are expected to be `verdict` (first matching rule wins)."""
+    model_config = ConfigDict(extra="forbid")
+
+    where: dict[str, Any] = Field(default_factory=dict)
+    verdict: Literal["valid", "invalid", "any"]
+    why: str = ""
+
+    @field_validator("where")
+    @classmethod
+    def _axes(cls, v):
+        for k in v:
+            if k not in AXES:
+                raise ValueError(f"unknown axis {k!r}; use {', '.join(AXES)}")
+        if "nemesis" in v:
+            v["nemesis"] = nemesis_set(v["nemesis"])
+        return v
+
+
+def nemesis_set(v) -> list[str]:
+    """'kill,partition', ['kill', 'partition'], 'none', [] -> a sorted list of fault names."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        v = [x.strip() for x in v.split(",")]
+    if not isinstance(v, list):
+        raise ValueError("a nemesis set is a list of fault names or a comma string such as kill,partition")
+    names = sorted({str(x).strip() for x in v if str(x).strip() not in ("", "none")})
+    faults = known("fault")
+    for name in names:
+        if name not in faults:
+            raise ValueError(f"unknown fault {name!r} (known: {', '.join(faults)})")
+    return names
+
+
+class CampaignFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    description: str = ""
+    systems: list[str] = Field(default_factory=lambda: ["replica"], min_length=1)
+    eras: list[Literal["hw", "kip101", "epoch"]] = Field(default_factory=lambda: ["epoch"], min_length=1)
+    nemesis: list[list[str]] = Field(default_factory=lambda: [[]], min_length=1)
+    workloads: list[str] = Field(default_factory=lambda: ["log"])
+    scenarios: list[str] = Field(default_factory=list)
+    backends: list[Literal["netns", "docker", "ssh"]] = Field(default_factory=lambda: ["netns"], min_length=1)
+    seeds: list[int] | None = Field(None, min_length=1)
+    runs: int = Field(1, ge=1, le=10000, description="runs per cell when no seeds are listed")
+    time_limit: float = Field(60.0, gt=0)
+    nemesis_interval: float | None = Field(None, gt=0)
+    options: dict[str, Any] = Field(default_factory=dict, description="further `harness run` fields")
+    settings: dict[str, Any] = Field(default_factory=dict, description="replica settings (Kafka names)")
+    backend_options: dict[str, Any] = Field(default_factory=dict)
+    expect: list[ExpectRule] = Field(default_factory=list)
+    budget: str | float | None = None
+    subnets: str = Field("10.240.0.0/16", description="parallel netns runs take /24s of this")
+
+    @field_validator("nemesis", mode="before")
+    @classmethod
+    def _sets(cls, v):
+        if isinstance(v, (str, type(None))):
+            v = [v]
+        if not isinstance(v, list):
+            raise ValueError("a list of nemesis sets, e.g. [[kill], [kill, partition], none]")
+        return [nemesis_set(s) for s in v]
+
+    @field_validator("systems")
+    @classmethod
+    def _systems(cls, v):
+        return _known_names(v, "system")
+
+    @field_validator("workloads")
+    @classmethod
+    def _workloads(cls, v):
+        return _known_names(v, "workload")
+
+    @field_validator("scenarios")
+    @classmethod
+    def _scenarios(cls, v):
+        from nemesis.scenarios.script import ScenarioError, load_scenario
+        for name in v:
+            try:
+                load_scenario(name)
+            except ScenarioError as e:
+                raise ValueError(str(e).splitlines()[0]) from None
+        return v
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v):
+        fields = set(TestSpec.model_fields)
+        for k in v:
+            key = k.replace("-", "_")
+            if key in OWN_FIELDS:
+                raise ValueError(f"{k!r} is set by the campaign itself; use the campaign field instead")
+            if key not in fields:
+                raise ValueError(f"unknown run option {k!r} (known: {', '.join(sorted(fields - OWN_FIELDS))})")
+        return {k.replace("-", "_"): x for k, x in v.items()}
+
+    @field_validator("budget")
+    @classmethod
+    def _budget(cls, v):
+        if v is not None:
+            parse_duration(v)
+        return v
+
+    @field_validator("subnets")
+    @classmethod
+    def _subnets(cls, v):
+        import ipaddress
+        try:
+            net = ipaddress.ip_network(v, strict=False)
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IPv4 network such as 10.240.0.0/16") from None
+        if net.prefixlen > 24:
+            raise ValueError(f"{v!r} is smaller than a /24; give a /16 to /24 network")
+        return v
+
+
+def _known_names(v: list[str], kind: str) -> list[str]:
+    names = known(kind)
+    for name in v:
+        if name not in names:
+            raise ValueError(f"unknown {kind} {name!r} (known: {', '.join(names)})")
+    return v
+
+
+def one_line(e: ValidationError) -> str:
+    """The first error as `field 'a.b': what is wrong`."""
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "literal_error":
+        msg = f"got {err.get('input')!r}; {msg.lower()}"
+    elif err["type"] == "extra_forbidden":
+        msg = f"unknown field (known: {', '.join(CampaignFile.model_fields)})" if len(err["loc"]) == 1 \
+            else "unknown field"
+    more = f" (and {len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"field '{loc}': {msg}{more}"
+
+
+def load_campaign(path: str | Path) -> CampaignFile:
+    """Read and validate a campaign file; CampaignError (one line) on any problem."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise CampaignError(f"campaign file {path}: {e.strerror}; give a YAML file such as campaigns/smoke.yaml") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise CampaignError(f"campaign file {path}:{where}: malformed YAML "
+                            f"({getattr(e, 'problem', None) or e}); fix the syntax") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise CampaignError(f"campaign file {path}: must be a mapping of field: value, got {type(data).__name__}")
+    data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+    data.setdefault("name", p.stem)
+    try:
+        campaign = CampaignFile.model_validate(data)
+    except ValidationError as e:
+        raise CampaignError(f"campaign file {path}: {one_line(e)}") from None
+    if not campaign.workloads and not campaign.scenarios:
+        raise CampaignError(f"campaign file {path}: field 'workloads': empty and no scenarios either; "
+                            f"name at least one workload or scenario")
+    return campaign

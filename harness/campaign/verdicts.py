@@ -1,0 +1,87 @@
+"""What one finished run of a campaign showed: its verdict, the anomalies it
+found, and the time to its first anomaly.
+
+Time to first anomaly = the history time of the earliest op that an
+anomaly's examples name (an `ops` list or an `op` of results.json), in
+seconds since the test started. Only the listed examples are looked at (the
+checkers keep the first ones they find), so it is the earliest op among
+those.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reports.anomalies import collect, example_ops
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def verdict_word(valid) -> str:
+    return "valid" if valid is True else "invalid" if valid is False else "unknown"
+
+
+def run_verdict(store: Path | None, scenario: bool) -> dict:
+    """{"verdict", "as_expected" (scenario runs), "anomalies" {name: count}, "ops"} of one run dir."""
+    if store is None:
+        return {"verdict": "unknown", "anomalies": {}, "note": "no run directory"}
+    results = read_json(store / "results.json")
+    if results is None:
+        return {"verdict": "unknown", "anomalies": {}, "note": "no results.json (the run did not finish)"}
+    out = {"verdict": verdict_word(results.get("valid")), "anomalies": anomaly_counts(results),
+           "ops": (results.get("stats") or {}).get("ops")}
+    if results.get("error"):
+        out["note"] = str(results["error"]).splitlines()[0][:300]
+    if scenario:
+        sc = read_json(store / "scenario-results.json") or {}
+        block = sc.get("scenario") or results.get("scenario") or {}
+        out["verdict"] = verdict_word(sc.get("valid", results.get("valid")))
+        out["as_expected"] = block.get("as_expected")
+        out["expected"] = block.get("expected")
+    return out
+
+
+def anomaly_counts(results: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for a in collect(results):
+        counts[a.name] = counts.get(a.name, 0) + a.count
+    return counts
+
+
+def first_anomaly_s(store: Path) -> float | None:
+    """Seconds from test start to the earliest op an anomaly names; None without anomalies."""
+    results = read_json(store / "results.json")
+    wanted = {i for a in collect(results) for e in a.examples for i in example_ops(e)} if results else set()
+    if not wanted:
+        return None
+    times = op_times(store / "history.jsonl", wanted)
+    return min(times.values()) / 1e9 if times else None
+
+
+def op_times(history: Path, wanted: set[int]) -> dict[int, int]:
+    """index -> time (ns) of the wanted ops, reading the history once and stopping when all are found."""
+    try:
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is a project dependency
+        loads = json.loads
+    found: dict[int, int] = {}
+    try:
+        with open(history, "rb") as f:
+            for line in f:
+                try:
+                    op = loads(line)
+                except ValueError:
+                    continue
+                if isinstance(op, dict) and op.get("index") in wanted and isinstance(op.get("time"), int):
+                    found[op["index"]] = op["time"]
+                    if len(found) == len(wanted):
+                        break
+    except OSError:
+        return {}
+    return found

@@ -1,0 +1,118 @@
+"""The campaign file: a malformed one is one line naming the field, exit 2,
+before any run starts; the matrix expands in a stable order."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.campaign.matrix import derived_seed, expand
+from harness.campaign.spec import CampaignError, load_campaign, parse_duration
+
+REPO = Path(__file__).resolve().parents[2]
+
+BAD = [
+    ("nemesis: [[kill, crash]]\n", "field 'nemesis'", "unknown fault 'crash'"),
+    ("eras: [hw, kafka3]\n", "field 'eras.1'", "'kafka3'"),
+    ("seeds: []\n", "field 'seeds'", "at least 1"),
+    ("time_limit: -5\n", "field 'time_limit'", "greater than 0"),
+    ("budget: two hours\n", "field 'budget'", "not a duration"),
+    ("colour: red\n", "field 'colour'", "unknown field"),
+    ("options: {nodez: 3}\n", "field 'options'", "unknown run option 'nodez'"),
+    ("options: {era: hw}\n", "field 'options'", "set by the campaign itself"),
+    ("scenarios: [no-such-scenario]\n", "field 'scenarios'", "no-such-scenario"),
+    ("expect: [{where: {colour: red}, verdict: valid}]\n", "field 'expect.0.where'", "unknown axis 'colour'"),
+    ("expect: [{where: {era: hw}, verdict: broken}]\n", "field 'expect.0.verdict'", "'broken'"),
+    ("runs: 0\n", "field 'runs'", "greater than or equal to 1"),
+    ("subnets: 10.240.0.0/28\n", "field 'subnets'", "smaller than a /24"),
+    ("eras: [hw\n", "malformed YAML", "line"),
+    ("- just a list\n", "must be a mapping", ""),
+]
+
+
+@pytest.mark.parametrize("text,field,why", BAD, ids=[b[1] + ":" + b[0].split(":")[0] for b in BAD])
+def test_malformed_file_names_the_field(tmp_path, text, field, why):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(CampaignError) as err:
+        load_campaign(path)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert field in msg and why in msg, msg
+
+
+def test_malformed_file_exits_2_before_any_run(tmp_path):
+    """The CLI: one line on stderr, exit 2, no campaign folder, no run."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("eras: [epoch]\nnemesis: [[kill, crash]]\nseeds: [1]\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), CI="true")
+    out = subprocess.run([sys.executable, "-m", "harness", "campaign", "run", str(path),
+                          "--store", str(tmp_path / "store")], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=60)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("harness: error: campaign file") and "field 'nemesis'" in lines[0]
+    assert not (tmp_path / "store").exists()
+
+
+def test_missing_file_is_one_line(tmp_path):
+    with pytest.raises(CampaignError, match="No such file"):
+        load_campaign(tmp_path / "nope.yaml")
+
+
+def test_durations():
+    assert parse_duration("2h") == 7200 and parse_duration("90m") == 5400 and parse_duration("45") == 45
+    with pytest.raises(ValueError):
+        parse_duration("0s")
+
+
+def test_matrix_is_stable_and_expectations_apply(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("""
+name: m
+eras: [hw, epoch]
+nemesis: [kill, [partition, kill], none]
+runs: 2
+scenarios: [hw-data-loss, epoch-truncation]
+expect:
+  - where: {era: hw, nemesis: kill}
+    verdict: invalid
+    why: known bug
+""")
+    campaign = load_campaign(path)
+    a, b = expand(campaign, "salt"), expand(campaign, "salt")
+    assert [c.as_json() for c in a] == [c.as_json() for c in b]
+    ids = [c.id for c in a]
+    assert ids[:6] == ["replica-hw-kill", "replica-hw-kill+partition", "replica-hw-none",
+                       "replica-epoch-kill", "replica-epoch-kill+partition", "replica-epoch-none"]
+    # epoch-truncation asserts only era epoch: its hw cell is left out
+    assert ids[6:] == ["scenario-hw-data-loss-hw", "scenario-hw-data-loss-epoch", "scenario-epoch-truncation-epoch"]
+    by_id = {c.id: c for c in a}
+    assert by_id["replica-hw-kill"].expect == "invalid" and by_id["replica-hw-kill"].why == "known bug"
+    assert by_id["replica-hw-kill+partition"].expect == "valid"
+    assert by_id["scenario-hw-data-loss-hw"].expect == "scenario"
+    assert by_id["replica-hw-kill"].label == "replica/hw/kill"
+    seeds = [r["seed"] for r in by_id["replica-epoch-none"].runs]
+    assert seeds == [derived_seed("salt", "replica-epoch-none", i) for i in range(2)] and len(set(seeds)) == 2
+    assert [r["seed"] for r in expand(campaign, "other")[0].runs] != [r["seed"] for r in a[0].runs]
+    assert all(len(c.runs) == 2 for c in a)
+    assert len(expand(campaign, "salt", runs_per_cell=3)[0].runs) == 3
+
+
+def test_listed_seeds_are_used(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("eras: [epoch]\nnemesis: [kill]\nseeds: [7, 3]\n")
+    cells = expand(load_campaign(path), "salt")
+    assert [r["id"] for r in cells[0].runs] == ["replica-epoch-kill/seed-7", "replica-epoch-kill/seed-3"]
+
+
+@pytest.mark.parametrize("name", ["smoke", "nightly"])
+def test_shipped_campaigns_load(name):
+    campaign = load_campaign(REPO / "campaigns" / f"{name}.yaml")
+    cells = expand(campaign, "salt")
+    assert cells and all(c.runs for c in cells)
+    assert any(c.expect in ("invalid", "scenario") for c in cells)  # the known bugs are in the matrix

@@ -1,0 +1,80 @@
+"""Cell status against expectations, the comparison with the previous
+campaign, and the campaign JUnit of a summary (validated against the schema)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+from harness import junit
+from harness.campaign.outcome import cell_status, compare, exit_code
+
+XSD = Path(__file__).parent / "junit-10.xsd"
+
+
+def runs(*verdicts, as_expected=None):
+    return [{"verdict": v, "as_expected": as_expected, "anomalies": {"lost-write": 1} if v == "invalid" else {},
+             "tag": f"seed-{i}", "seed": i, "id": f"c/seed-{i}"} for i, v in enumerate(verdicts)]
+
+
+@pytest.mark.parametrize("expect,verdicts,status", [
+    ("valid", ["valid", "valid"], "as-expected"),
+    ("valid", ["valid", "invalid"], "unexpected"),
+    ("valid", ["valid", "unknown"], "unknown"),
+    ("valid", ["not-run", "not-run"], "not-run"),
+    ("invalid", ["valid", "invalid"], "as-expected"),
+    ("invalid", ["valid", "valid"], "unexpected"),
+    ("invalid", ["valid", "unknown"], "unknown"),
+    ("any", ["valid", "invalid"], "as-expected"),
+    ("any", ["unknown"], "unknown"),
+])
+def test_cell_status(expect, verdicts, status):
+    assert cell_status(expect, runs(*verdicts)) == status
+
+
+def test_scenario_cells_follow_the_scenario_verdict():
+    assert cell_status("scenario", runs("invalid", as_expected=True)) == "as-expected"
+    assert cell_status("scenario", runs("valid", as_expected=False)) == "unexpected"
+    assert cell_status("scenario", runs("unknown")) == "unknown"
+
+
+def cell(cid, status, verdicts=("valid",), changed=False, expect="valid"):
+    rs = runs(*verdicts)
+    return {"id": cid, "label": cid, "status": status, "as_expected": status == "as-expected", "expect": expect,
+            "why": "", "runs": rs, "changed": changed,
+            "mixed": "valid" in verdicts and "invalid" in verdicts}
+
+
+def test_comparison_new_failures_fixed_flaky():
+    prev = {"stamp": "T1", "cells": [cell("a", "as-expected"), cell("b", "unexpected"), cell("c", "as-expected"),
+                                     cell("d", "unexpected", changed=True)]}
+    now = {"stamp": "T2", "cells": [cell("a", "unexpected", ("invalid",)), cell("b", "as-expected"),
+                                    cell("c", "as-expected", ("valid", "invalid"), expect="any"),
+                                    cell("d", "as-expected"), cell("e", "as-expected")]}
+    out = compare(now, prev)
+    assert out["previous"] == "T1"
+    assert out["new_failures"] == ["a"] and out["fixed"] == ["b", "d"]
+    assert set(out["flaky"]) == {"c", "d"}  # c: its runs disagree; d: flipped twice in a row
+    assert [c["comparison"] for c in now["cells"]] == ["new-failure", "fixed", "same", "fixed", "new"]
+    assert exit_code(now) == 1
+    assert compare({"cells": [cell("a", "as-expected")]}, None)["previous"] is None
+
+
+def test_campaign_junit_validates_and_marks_new_failures(tmp_path):
+    now = {"stamp": "T2", "cells": [cell("replica/epoch/kill", "unexpected", ("valid", "invalid")),
+                                    cell("replica/hw/kill", "as-expected", ("valid", "invalid"), expect="invalid"),
+                                    cell("replica/kip101/pause", "not-run", ("not-run",)),
+                                    cell("replica/epoch/pause", "unknown", ("unknown",))]}
+    prev = {"stamp": "T1", "cells": [cell("replica/epoch/kill", "as-expected")]}
+    now["comparison"] = compare(now, prev)
+    cases = junit.campaign_cases(tmp_path, now)
+    path = junit.write(tmp_path / "j.xml", "campaign <&> test", cases)
+    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    outcomes = [c.outcome for c in cases]
+    assert outcomes == ["passed", "failure", "passed", "passed", "skipped", "error"]
+    assert cases[1].message.startswith("NEW FAILURE (as expected in campaign T1)")
+    assert cases[1].classname == "replica/epoch/kill" and cases[1].name == "seed-1"
+    assert cases[1].properties["seed"] == 1
+    text = path.read_text()
+    assert 'failures="1"' in text and 'errors="1"' in text and "&lt;&amp;&gt;" in text
