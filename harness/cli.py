@@ -296,6 +296,7 @@ def campaign_run(
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (always: CAMPAIGN/junit.xml)"),
     master: Optional[str] = typer.Option(None, help="Spark master of the final check (default local[2])"),
     subnets: Optional[str] = typer.Option(None, "--subnets", help="pool of /24s for parallel netns runs (overrides the file)"),
+    engine: str = typer.Option("spark", help="final check: spark (one job for all runs) | local (in-process)"),
 ):
     """Run a campaign: exit 0 every cell as expected, 1 some cell not, 2 could not run."""
     from harness.campaign.cli import run_command
@@ -304,18 +305,19 @@ def campaign_run(
     raise typer.Exit(run_command(str(file), Options(
         store_root=store_root, resume=resume, parallel=parallel, budget=budget, runs_per_cell=runs_per_cell,
         stop_on_first_invalid=stop_on_first_invalid, junit=str(junit) if junit else None, master=master,
-        subnets=subnets)))
+        subnets=subnets, engine=engine)))
 
 
 @campaign_app.command("check")
 def campaign_check(
     path: Path = typer.Argument(..., help="a campaign folder (STORE/campaigns/NAME/TIME) or a store root"),
     master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
+    engine: str = typer.Option("spark", help="spark (one job for all runs) | local (in-process, a campaign folder only)"),
 ):
     """Check every run of a campaign folder (or below a store root) in one Spark job."""
     from harness.campaign.cli import check_command
 
-    raise typer.Exit(check_command(str(path), master))
+    raise typer.Exit(check_command(str(path), master, engine))
 
 
 @app.command()

@@ -22,14 +22,17 @@ def run_command(file: str, opts: Options) -> int:
         return _err(str(e))
 
 
-def check_command(path: str, master: str | None = None) -> int:
+def check_command(path: str, master: str | None = None, engine: str = "spark") -> int:
     """A campaign folder: check its runs again and rewrite its page and JUnit.
     Any other folder: every run below it, in one Spark job (a store root)."""
     p = Path(path)
     if not p.is_dir():
         return _err(f"{path} is not a directory; give a campaign folder (store/campaigns/NAME/TIME) or a store root")
     if (p / PLAN).is_file():
-        return finish(CampaignFolder(p.resolve()), Options(store_root=str(p.resolve().parents[2]), master=master))
+        if engine not in ("spark", "local"):
+            return _err(f"--engine {engine!r}: use spark or local")
+        return finish(CampaignFolder(p.resolve()), Options(store_root=str(p.resolve().parents[2]), master=master,
+                                                           engine=engine))
     return check_root(p, master)
 
 

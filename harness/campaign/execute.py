@@ -46,6 +46,7 @@ class Options:
     junit: str | None = None
     master: str | None = None
     subnets: str | None = None      # overrides the file's pool of /24s for parallel netns runs
+    engine: str = "spark"           # the final check: one Spark job, or "local" (in-process)
 
 
 def file_digest(path: str) -> str:
@@ -54,6 +55,8 @@ def file_digest(path: str) -> str:
 
 def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
     """Everything that can be refused before the first run starts."""
+    if opts.engine not in ("spark", "local"):
+        raise CampaignError(f"--engine {opts.engine!r}: use spark or local")
     if opts.parallel < 1:
         raise CampaignError(f"--parallel {opts.parallel}: give 1 or more")
     if opts.budget is not None:
@@ -267,8 +270,9 @@ def finish(folder: CampaignFolder, opts: Options, stopped: str | None = None) ->
               if st.done and st.end.get("store") and (folder.path / st.end["store"] / "results.json").is_file()]
     check_failed = None
     try:
-        check_stores(stores, master=opts.master, log=lambda m: print(f"campaign: {m}", flush=True))
-        folder.append({"event": "checked", "runs": len(stores)})
+        check_stores(stores, master=opts.master, log=lambda m: print(f"campaign: {m}", flush=True),
+                     engine=opts.engine)
+        folder.append({"event": "checked", "runs": len(stores), "engine": opts.engine})
     except CheckError as e:
         check_failed = str(e)
         notes.append(check_failed)
