@@ -78,6 +78,15 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
                 build(era, {**campaign.settings})
         except (SpecError, ConfigError) as e:
             raise CampaignError(f"campaign file {file}: field 'options'/'settings' with era {era}: {e}") from None
+    for faults in campaign.nemesis:
+        try:
+            build_spec(None, nemesis=faults, **campaign.options)
+        except SpecError as e:
+            raise CampaignError(f"campaign file {file}: field 'nemesis' {faults}: `harness run` refuses it ({e})") from None
+    for system in campaign.systems:
+        if system != "replica" and launch.system_field() is None:
+            raise CampaignError(f"campaign file {file}: field 'systems': {system!r} is registered but `harness run` "
+                                f"cannot select a system yet; leave it out")
 
 
 def plan_folder(campaign: CampaignFile, file: str, opts: Options) -> tuple[CampaignFolder, bool]:

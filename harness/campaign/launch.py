@@ -50,7 +50,15 @@ def run_spec(campaign: CampaignFile, cell: dict, run: dict, subnet: str | None) 
         spec["subnet"] = subnet
     if cell.get("workload") not in (None, "log"):
         spec["workload"] = cell["workload"]
+    if cell["system"] != "replica":
+        spec[system_field()] = cell["system"]
     return spec
+
+
+def system_field() -> str | None:
+    """The run spec's field that names the system under test, if the runner has one yet."""
+    from harness.spec import TestSpec
+    return next((f for f in ("sut", "system") if f in TestSpec.model_fields), None)
 
 
 def run_argv(campaign: CampaignFile, cell: dict, run: dict, attempt_dir: Path, subnet: str | None) -> list[str]:
@@ -64,10 +72,7 @@ def run_argv(campaign: CampaignFile, cell: dict, run: dict, attempt_dir: Path, s
         return argv
     spec_file = attempt_dir.parent / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(run_spec(campaign, cell, run, subnet), sort_keys=False))
-    argv = base + ["run", "--spec", str(spec_file), "--store", str(attempt_dir), "--junit", str(attempt_dir / RUN_JUNIT)]
-    if cell["system"] != "replica":
-        argv += ["--sut", cell["system"]]
-    return argv
+    return base + ["run", "--spec", str(spec_file), "--store", str(attempt_dir), "--junit", str(attempt_dir / RUN_JUNIT)]
 
 
 def _die_with_parent() -> None:

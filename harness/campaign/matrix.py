@@ -97,7 +97,8 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
             for backend in campaign.backends:
                 cid = cell_id("scenario", scenario, era, backend if backend != "netns" else None)
                 cell = _cell(campaign, cid, "scenario", SCENARIO_SYSTEM, era, [], None, scenario, backend)
-                if cell.expect != "any" or cell.why:  # an era the library does not assert, no rule: left out
+                ruled = expectation(campaign, cell.axes(), "")[0] != ""
+                if cell.expect != "any" or ruled:  # an era the library does not assert, no rule: left out
                     cells.append(cell)
     for cell in cells:
         for i in range(count):
@@ -122,11 +123,16 @@ def _cell(campaign, cid, kind, system, era, nemesis, workload, scenario, backend
     default = "scenario" if kind == "scenario" else "valid"
     verdict, why = expectation(campaign, axes, default)
     if verdict == "scenario":
-        verdict = _scenario_expectation(scenario, era)
+        verdict, why = _scenario_expectation(scenario, era)
     return Cell(cid, kind, system, era, list(nemesis), workload, scenario, backend, verdict, why)
 
 
-def _scenario_expectation(name: str, era: str) -> str:
-    """"scenario" when the library declares a verdict for this era, else "any"."""
+def _scenario_expectation(name: str, era: str) -> tuple[str, str]:
+    """("scenario", what the library declares) for an asserted era, else ("any", "")."""
     from nemesis.scenarios.script import load_scenario
-    return "scenario" if era in load_scenario(name).expect else "any"
+    declared = load_scenario(name).expect.get(era)
+    if declared is None:
+        return "any", ""
+    if declared.valid is True:
+        return "scenario", "the library declares valid"
+    return "scenario", "the library declares " + (", ".join(declared.anomalies) or "invalid")
