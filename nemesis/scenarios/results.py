@@ -20,7 +20,9 @@ from pathlib import Path
 from nemesis.scenarios.script import DIFF_ANOMALIES, LOG_ANOMALIES, Scenario
 
 _TRUNCATED = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): truncated from leo (\d+) to (\d+)")
-_SHRINK = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): shrinking ISR \[([\d, ]*)\]: \[([\d, ]*)\] out of sync")
+_SHRINK = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): shrinking ISR \[([\d, ]*)\]: \[([\d, ]*)\] out of sync"
+                     r"(?: \(caught up \[([-\d, ]*)\] ms ago, previous check (-?\d+) ms ago, "
+                     r"replica\.lag\.time\.max\.ms=(\d+)\))?")
 _EXPAND = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): expanding ISR \[([\d, ]*)\] with (\d+) "
                      r"\(leo (\d+) >= hw (\d+)\)")
 
@@ -123,8 +125,12 @@ def log_events(store: Path) -> tuple[list[dict], list[dict]]:
                 continue
             m = _SHRINK.match(line)
             if m:
-                isr.append({"time": m.group(1), "node": d.name, "key": int(m.group(4)), "change": "shrink",
-                            "isr": _ints(m.group(5)), "out": _ints(m.group(6))})
+                ev = {"time": m.group(1), "node": d.name, "key": int(m.group(4)), "change": "shrink",
+                      "isr": _ints(m.group(5)), "out": _ints(m.group(6))}
+                if m.group(7) is not None:       # the leader's own account (replica/core/broker.py)
+                    ev.update(caught_up_ms=_ints(m.group(7)), check_gap_ms=int(m.group(8)),
+                              lag_ms=int(m.group(9)))
+                isr.append(ev)
                 continue
             m = _EXPAND.match(line)
             if m:
@@ -170,7 +176,16 @@ def _wall(iso: str) -> float:
 
 def refine_measurement(m: dict, isr_changes: list[dict]) -> None:
     """A measure tied to a broker event takes its time from the broker's log
-    line (the moment the leader decided), not from the executor's polling."""
+    line (the moment the leader decided), not from the executor's polling.
+
+    An ISR shrink whose log line carries the leader's account is measured as
+    the protocol states it: from the follower's last caught-up time as the
+    leader recorded it, bounded below by replica.lag.time.max.ms (never
+    early) and above by lag plus the interval since the leader's previous
+    expiry check (removed at the first check after the lag ran out). A
+    loaded machine delays the checks but cannot move a shrink outside these
+    bounds; the time since the cut stays in the record (``since_cut_ms``).
+    """
     kind = {"isr-shrink": "shrink", "isr-expand": "expand"}.get(m.get("event"))
     if kind is None or m.get("since_wall") is None:
         return
@@ -183,6 +198,12 @@ def refine_measurement(m: dict, isr_changes: list[dict]) -> None:
             m.update(ms=round((at - m["since_wall"]) * 1000, 1), source="broker log", log_event=ev)
             if kind == "expand":  # the leader's reason to take the follower back
                 m.update(follower_leo=ev["leo"], leader_hw=ev["hw"], leo_reached_hw=ev["leo"] >= ev["hw"])
+            if kind == "shrink" and ev.get("check_gap_ms", -1) >= 0 and min(ev["caught_up_ms"]) >= 0:
+                lag, age = ev["lag_ms"], float(max(ev["caught_up_ms"]))
+                m.update(since_cut_ms=m["ms"], cut_bound_ms=m.get("bound_ms"), since="caught-up (leader)",
+                         ms=age, min_ms=float(lag), bound_ms=float(lag + ev["check_gap_ms"]),
+                         check_gap_ms=ev["check_gap_ms"], within=lag < age <= lag + ev["check_gap_ms"])
+                return
             if m.get("bound_ms") is not None:
                 m["within"] = m["ms"] <= m["bound_ms"]
             return
@@ -217,7 +238,8 @@ def analyze(store: Path, scenario: Scenario, era: str, checked: dict, record: di
     for m in record.get("measurements", []):
         refine_measurement(m, isr_changes)
         if m.get("within") is False:
-            reasons.append(f"{m['name']} took {m['ms']:g} ms > {m['bound_ms']:g} ms")
+            low = f"{m['min_ms']:g} ms < " if m.get("min_ms") is not None else ""
+            reasons.append(f"{m['name']} took {m['ms']:g} ms, outside {low}ms <= {m['bound_ms']:g} ms")
             if valid is True:
                 valid = False
     trunc = None

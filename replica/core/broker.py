@@ -101,6 +101,7 @@ class BrokerCore(TieredMixin):
         self._last_isr_change = 0
         self._last_isr_propagation = 0
         self._timer_at: int | None = None
+        self._last_isr_check: int | None = None
         self._out: list = []
         self._handlers = {
             P.PRODUCE: self._on_produce, P.FETCH: self._on_fetch,
@@ -322,6 +323,14 @@ class BrokerCore(TieredMixin):
                           self.broker_epoch, now, min(timeout, self.config["broker.session.timeout.ms"]))
 
     def _isr_expiration(self, now: int) -> None:
+        """Kafka's isr-expiration task (every lag/2): a follower that has not caught
+        up for replica.lag.time.max.ms leaves the ISR. The log line gives, per
+        follower, how long ago it last caught up as this leader recorded it (-1:
+        never), and how long ago the previous check ran, so that a reader can
+        check the protocol (lag < caught-up age <= lag + check interval) without
+        depending on how loaded the machine was."""
+        previous = self._last_isr_check
+        self._last_isr_check = now
         for p in self.partitions.values():
             if p.role != "leader" or p.pending_isr is not None:
                 continue
@@ -334,7 +343,11 @@ class BrokerCore(TieredMixin):
                                    (rem.last_caught_up_ms is None or now - rem.last_caught_up_ms > self.lag_ms)):
                     out.append(r)
             if out:
-                self._log(f"{p.topic}-{p.partition}: shrinking ISR {p.isr}: {out} out of sync")
+                ages = [-1 if p.remotes.get(r) is None or p.remotes[r].last_caught_up_ms is None
+                        else now - p.remotes[r].last_caught_up_ms for r in out]
+                gap = -1 if previous is None else now - previous
+                self._log(f"{p.topic}-{p.partition}: shrinking ISR {p.isr}: {out} out of sync (caught up {ages} "
+                          f"ms ago, previous check {gap} ms ago, replica.lag.time.max.ms={self.lag_ms})")
                 self._alter_isr(p, [r for r in p.isr if r not in out], now)
 
     def _checkpoint_hw(self) -> None:

@@ -4,6 +4,7 @@ its memory, and every request gets an answer it can attribute (its ``corr``)."""
 
 import asyncio
 import json
+import re
 import signal
 import socket
 import struct
@@ -289,3 +290,38 @@ def test_deep_nesting_gets_an_answer(local_cluster):
     assert {k: a.get("error") for k, a in answers.items()} == {k: "INVALID_REQUEST" for k in answers}, answers
     assert offset == 0
     assert cluster.alive("n1")
+
+
+# ----------------------------------------------------------------- defect 6
+SHRINK_ACCOUNT = re.compile(r"shrinking ISR \[[\d, ]*\]: \[(\d+)\] out of sync \(caught up \[(-?\d+)\] ms ago, "
+                            r"previous check (-?\d+) ms ago, replica\.lag\.time\.max\.ms=(\d+)\)")
+
+
+@pytest.mark.timeout(120)
+def test_isr_shrink_is_logged_with_the_leaders_account(local_cluster):
+    """The leader says, when it shrinks the ISR, how long ago the follower last
+    caught up (its own record) and when it last checked, so the shrink can be
+    checked against the protocol (lag < age <= lag + check interval) rather
+    than against a machine-dependent time since the fault."""
+    lag = 1000
+    cluster = local_cluster(brokers=3, settings={"replica.lag.time.max.ms": lag})
+
+    async def scenario():
+        async with cluster.client() as client:
+            leader = await ready_topic(cluster, client, min_isr=1)
+            follower = next(b for b in cluster.broker_ids if b != leader)
+            cluster.signal(follower, signal.SIGSTOP)
+            try:
+                await client.produce(TOPIC, 0, "behind", acks=1)
+                await until_isr(client, 2)
+            finally:
+                cluster.signal(follower, signal.SIGCONT)
+            return leader, follower
+
+    leader, follower = asyncio.run(scenario())
+    accounts = SHRINK_ACCOUNT.findall(cluster.log_path(f"n{leader}").read_text())
+    assert accounts, cluster.log_tail(f"n{leader}")
+    replica, age, gap, logged_lag = (int(x) for x in accounts[0])
+    print(f"follower {replica}: caught up {age} ms before the shrink, previous check {gap} ms before")
+    assert replica == follower and logged_lag == lag
+    assert lag < age <= lag + gap

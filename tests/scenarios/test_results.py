@@ -138,3 +138,24 @@ def test_a_step_error_makes_the_verdict_unknown(store):
                           {"error": "step 3 (wait): timed out", "writes": [], "measurements": []})
     assert out["valid"] == "unknown" and out["error"].startswith("step 3")
 
+
+
+def _shrink_line(age, gap, lag=4000):
+    return [{"time": "2026-11-21T19:45:17.900Z", "node": "n1", "key": 0, "change": "shrink", "isr": [1, 2, 3],
+             "out": [2], "caught_up_ms": [age], "check_gap_ms": gap, "lag_ms": lag}]
+
+
+def test_a_shrink_with_the_leaders_account_is_checked_against_the_protocol_not_the_cut():
+    """The leader's own record (caught up N ms ago, previous check M ms ago)
+    bounds the shrink: lag < N <= lag + M, whatever the time since the cut."""
+    since = results._wall("2026-11-21T19:45:11.000Z")
+    line = ("2026-11-21T19:45:17.900Z broker-1 broker 1: log-0: shrinking ISR [1, 2, 3]: [2] out of sync "
+            "(caught up [5950] ms ago, previous check 2080 ms ago, replica.lag.time.max.ms=4000)")
+    m = results._SHRINK.match(line)
+    assert m and (m.group(7), m.group(8), m.group(9)) == ("5950", "2080", "4000")
+    for age, gap, within in [(5950, 2080, True), (4001, 2000, True), (3999, 2000, False), (6100, 2000, False)]:
+        meas = {"name": "shrink", "ms": 1.0, "bound_ms": 6000.0, "within": True, "event": "isr-shrink",
+                "since_wall": since}
+        results.refine_measurement(meas, _shrink_line(age, gap))
+        assert meas["within"] is within and meas["ms"] == age and meas["since_cut_ms"] == 6900.0
+        assert (meas["min_ms"], meas["bound_ms"]) == (4000.0, 4000.0 + gap)
