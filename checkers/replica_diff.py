@@ -28,6 +28,12 @@ every replica's log start were removed by retention or tiering, not lost.
   been removed by retention). Keys without any dumped replica are skipped.
   Per send; order key, offset, value.
 
+With tiered storage the dumps include one named ``remote`` (the finished
+remote segments, ``replica.remote_store.remote_dump``): one more copy of the
+offsets it holds, committed up to its end. An offset held only remotely is
+held; a remote record that differs from a replica's committed one is
+divergence.
+
 valid: False on any divergence; with every dump present, also on any
 missing-committed or lost-acknowledged; "unknown" when no dump exists, or
 when some are missing and only the latter two (which a missing replica could

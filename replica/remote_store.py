@@ -215,3 +215,39 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def remote_dump(store: StoreClient, remote: dict) -> dict:
+    """The remote tier as one more replica's ``Dump`` (broker ``"remote"``): per
+    partition the records of its finished segments (a later copy of an offset
+    wins), ``hw`` = ``leo`` = one past the last. ``remote`` is the controller's
+    ``State["remote"]``: ``{"<topic>-<p>": [REMOTE_SEGMENT, ...]}``. A missing or
+    corrupt object is listed under ``errors`` (never read around)."""
+    from . import storage as S
+    from .core.tiered import object_keys
+
+    partitions, errors = [], []
+    for name, segments in sorted(remote.items()):
+        topic, _, part = name.rpartition("-")
+        records: dict[int, list] = {}
+        for seg in segments:
+            if seg.get("state") != P.COPY_SEGMENT_FINISHED:
+                continue
+            key = object_keys(topic, int(part), seg)["log"]
+            try:
+                data = store.get(key)
+                if data is None:
+                    raise S.StorageError("object missing")
+                for r in S.decode_records(data, seg["base"]):
+                    records[r.offset] = list(r)
+            except (S.StorageError, OSError) as e:
+                errors.append(f"{key}: {e}")
+        if records:
+            end = max(records) + 1
+            partitions.append({"topic": topic, "partition": int(part), "hw": end, "leo": end,
+                               "log_start": min(records), "local_log_start": min(records),
+                               "records": [records[o] for o in sorted(records)]})
+    dump = {"broker": "remote", "partitions": partitions}
+    if errors:
+        dump["errors"] = errors
+    return dump

@@ -506,7 +506,7 @@ class BrokerCore(TieredMixin):
             replica_id = P.CONSUMER_REPLICA_ID      # not the cluster's: a consumer, whatever it claims
         if self._tiered_fetch(conn, corr, p, offset, replica_id, max_records, now):
             return
-        if offset < p.local_start or offset > p.leo:
+        if offset < max(p.local_start, p.log_start) or offset > p.leo:
             self._reply(conn, corr, P.OFFSET_OUT_OF_RANGE, hw=p.hw, leo=p.leo, log_start=p.log_start,
                         leader_epoch=p.leader_epoch, records=[])
             return

@@ -199,7 +199,7 @@ class TieredMixin:
         """Leader: copy the next eligible segment, else delete one past retention."""
         if p.role != "leader":
             return
-        start = p.remote_end if p.remote_end >= 0 else p.local_start
+        start = max(p.remote_end if p.remote_end >= 0 else p.local_start, p.log_start)
         for i, seg in enumerate(p.segments[:-1]):
             nxt = p.segments[i + 1][0]
             if nxt <= start or nxt > p.hw or nxt == seg[0]:
@@ -211,12 +211,17 @@ class TieredMixin:
             self._rlm_delete(p, victim, now)
 
     def _rlm_copy(self, p: Partition, seg: list, nxt: int, now: int) -> None:
-        self._segment_counter = getattr(self, "_segment_counter", 0) + 1
         base, end = seg[0], nxt - 1
-        meta = {"id": f"{base}-{end}-b{self.id}e{p.leader_epoch}n{self._segment_counter}",
-                "base": base, "end": end, "epochs": segment_epochs(p.epoch_cache, base, end),
-                "state": P.COPY_SEGMENT_STARTED, "broker": self.id, "leader_epoch": p.leader_epoch,
-                "size": seg[1], "max_ms": seg[3]}
+        # A copy of ours abandoned in this epoch is done again under its id (PUTs are
+        # idempotent), so a store outage does not pile up started segments.
+        meta = next((dict(s) for s in p.remote if s["state"] == P.COPY_SEGMENT_STARTED and s["broker"] == self.id
+                     and s["leader_epoch"] == p.leader_epoch and (s["base"], s["end"]) == (base, end)), None)
+        if meta is None:
+            self._segment_counter = getattr(self, "_segment_counter", 0) + 1
+            meta = {"id": f"{base}-{end}-b{self.id}e{p.leader_epoch}n{self._segment_counter}",
+                    "base": base, "end": end, "epochs": segment_epochs(p.epoch_cache, base, end),
+                    "state": P.COPY_SEGMENT_STARTED, "broker": self.id, "leader_epoch": p.leader_epoch,
+                    "size": seg[1], "max_ms": seg[3]}
         records = p.read(base, nxt, nxt - base)
         keys = object_keys(p.topic, p.partition, meta)
         checkpoint = [(e, o) for e, o in p.epoch_cache.entries if o <= end]
@@ -224,7 +229,12 @@ class TieredMixin:
                    (keys["index"], S.encode_offset_index(records, base)),
                    (keys["epochs"], S.format_leader_epoch_checkpoint(checkpoint))]
         self._log(f"{p.topic}-{p.partition}: RLM copies segment {base}..{end} as {meta['id']}")
-        self._rlm_put_metadata(p, meta, {"op": "copy", "meta": meta, "objects": objects}, now)
+        op = {"op": "copy", "meta": meta, "objects": objects}
+        if any(s["id"] == meta["id"] for s in p.remote):
+            p.rlm = op
+            self._rlm_continue(p, op, now)
+        else:
+            self._rlm_put_metadata(p, meta, op, now)
 
     def _rlm_delete(self, p: Partition, meta: dict, now: int) -> None:
         meta = dict(meta, state=P.DELETE_SEGMENT_STARTED)
@@ -273,6 +283,10 @@ class TieredMixin:
             p.remote_loaded = True
             self._rlm_next_operation(p, now)
             return
+        self._rlm_continue(p, op, now)
+
+    def _rlm_continue(self, p: Partition, op: dict, now: int) -> None:
+        """The next step of a copy or deletion: an object, then the next metadata state."""
         objects, meta = op["objects"], op["meta"]
         if objects:
             key, data = objects.pop(0)
@@ -290,8 +304,12 @@ class TieredMixin:
         self._log(f"{p.topic}-{p.partition}: remote segment {meta['id']} {meta['state']}; "
                   f"remote end {p.remote_end}")
         if meta["state"] == P.DELETE_SEGMENT_FINISHED:
-            live = [s["base"] for s in p.remote if s["state"] == P.COPY_SEGMENT_FINISHED]
-            p.log_start = max(p.log_start, min(live + [p.local_start]))
+            # The whole log now starts after the deleted segment; local segments
+            # wholly below the new log start go too (Kafka: maybeIncrementLogStartOffset).
+            p.log_start = max(p.log_start, meta["end"] + 1)
+            bases = [seg[0] for seg in p.segments[1:] if seg[0] <= p.log_start]
+            if bases:
+                self._delete_local_below(p, bases[-1])
             self._checkpoint_log_start()
         self._rlm_next_operation(p, now)
 

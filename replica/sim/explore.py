@@ -365,6 +365,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: bad step in {args.replay}: {e}", file=sys.stderr)
             return 2
         print(json.dumps({"era": args.era, "violation": outcome.violation}))
+        if args.emit_scenario and outcome.violation:
+            from .emit import write_scenario
+            write_scenario(args.emit_scenario,
+                           {"era": args.era, "seed": int(data.get("seed", 0)), "violation": outcome.violation,
+                            "skip_aux": options["skip_aux"], "resolved": outcome.resolved},
+                           settings(options["unclean"], options["tiered"], options["skip_aux"]))
+            print(f"scenario written to {args.emit_scenario}", file=sys.stderr)
         return 1 if outcome.violation else 0
     started = time.monotonic()
 
@@ -389,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                    "tiered": options["tiered"], "skip_aux": options["skip_aux"],
                    "violation": again.violation, "trace": short}
         print(json.dumps(printed))
+        printed["resolved"] = again.resolved
         if args.emit_scenario:
             from .emit import write_scenario
             write_scenario(args.emit_scenario, printed, settings(args.unclean, options["tiered"],
