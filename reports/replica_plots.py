@@ -24,6 +24,12 @@ class PartitionSeries:
     by_node: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)
     elections: list[tuple[int, Any, Any]] = field(default_factory=list)  # (time, epoch, leader)
     isr_changes: list[tuple[int, tuple]] = field(default_factory=list)  # (time, isr)
+    # tiered storage: per node (time, log start, local log start, remote end or -1)
+    tiers: dict[str, list[tuple[int, int, int, int]]] = field(default_factory=dict)
+
+    @property
+    def tiered(self) -> bool:
+        return any(ls < local or remote >= 0 for pts in self.tiers.values() for _t, ls, local, remote in pts)
 
 
 def _int(x: Any) -> int | None:
@@ -56,6 +62,10 @@ def partition_series(samples: list[dict], keys: set[int]) -> dict[int, Partition
         leo, hw = _int(p.get("leo")), _int(p.get("hw"))
         if leo is not None and hw is not None:
             ser.by_node.setdefault(node, []).append((t, leo, hw))
+        local, start = _int(p.get("local_log_start")), _int(p.get("log_start"))
+        if local is not None and start is not None:
+            remote = _int(p.get("remote_end"))
+            ser.tiers.setdefault(node, []).append((t, start, local, -1 if remote is None else remote))
         epoch = _int(p.get("leader_epoch"))
         if epoch is not None and (key not in last_epoch or epoch > last_epoch[key]):
             if key in last_epoch:
@@ -104,6 +114,8 @@ def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict]
             ts, leo, hw = _with_gaps(pts)
             ax.step(ts, leo, where="post", color=colour, lw=1.4, label=f"{node} LEO")
             ax.step(ts, hw, where="post", color=colour, lw=1.0, ls="--", label=f"{node} HW")
+        if series.tiered:
+            _draw_tiers(ax, series)
         top = ax.get_ylim()[1]
         for t, epoch, leader in series.elections:
             ax.axvline(t * SECONDS, color="black", lw=1.2)
@@ -129,6 +141,45 @@ def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict]
         ax.set_xlabel("time since the start (s)")
         ax.set_ylabel("offset")
         ax.set_title(f"Partition {series.key}: LEO (solid) and HW (dashed) per replica; "
-                     "black lines are elections, dotted purple lines ISR changes")
+                     "black lines are elections, dotted purple lines ISR changes"
+                     + ("; log start (dotted), local log start (dash-dot), grey band: remote segments"
+                        if series.tiered else ""))
         outside_legend(fig, ax)
         return to_data_uri(fig)
+
+
+def _draw_tiers(ax, series: PartitionSeries) -> None:
+    """Tiered storage: each replica's log start and local log start, and the remote
+    tier as a band from the lowest log start to the highest remote end seen."""
+    band_t, band_lo, band_hi = [], [], []
+    for t, values in sorted(_by_time(series.tiers).items()):
+        ends = [remote for _ls, _local, remote in values if remote >= 0]
+        if ends:
+            band_t.append(t * SECONDS)
+            band_lo.append(min(ls for ls, _l, _r in values))
+            band_hi.append(max(ends))
+    if band_t:
+        ax.fill_between(band_t, band_lo, band_hi, step="post", color="#7f7f7f", alpha=0.25, lw=0,
+                        label="remote segments (log start..remote end)")
+    for i, (node, pts) in enumerate(sorted(series.tiers.items())):
+        colour = NODE_COLOURS[i % len(NODE_COLOURS)]
+        ts = [t * SECONDS for t, *_ in pts]
+        ax.step(ts, [ls for _t, ls, _l, _r in pts], where="post", color=colour, lw=0.9, ls=":",
+                label=f"{node} log start")
+        ax.step(ts, [local for _t, _ls, local, _r in pts], where="post", color=colour, lw=0.9, ls="-.",
+                label=f"{node} local log start")
+
+
+def _by_time(tiers: dict) -> dict[int, list[tuple[int, int, int]]]:
+    """time -> the (log start, local log start, remote end) of the nodes sampled then,
+    each node carried forward to later times until its next sample."""
+    times = sorted({t for pts in tiers.values() for t, *_ in pts})
+    out: dict[int, list] = {t: [] for t in times}
+    for pts in tiers.values():
+        j = 0
+        for t in times:
+            while j + 1 < len(pts) and pts[j + 1][0] <= t:
+                j += 1
+            if pts and pts[j][0] <= t:
+                out[t].append(pts[j][1:])
+    return out

@@ -99,3 +99,21 @@ def test_samples_give_elections_and_isr_changes():
     assert series.elections == [(2, 1, 2)]
     assert series.isr_changes == [(1, ("1",)), (2, ("2",))]
     assert series.by_node["n1"] == [(0, 5, 4), (1, 6, 5)]
+
+
+def test_tiered_samples_give_log_starts_and_the_remote_band():
+    from reports.replica_plots import _by_time, replica_plot
+
+    def sample(t, node, start, local, remote, leo):
+        return {"time": t, "node": node, "state": {"partitions": [
+            {"partition": 0, "role": "leader" if node == "n1" else "follower", "leader": 1, "leader_epoch": 0,
+             "isr": [1, 2], "leo": leo, "hw": leo, "log_start": start, "local_log_start": local,
+             "remote_end": remote}]}}
+    samples = [sample(0, "n1", 0, 0, -1, 3), sample(0, "n2", 0, 0, -1, 3),
+               sample(10, "n1", 0, 6, 6, 9), sample(12, "n2", 0, 3, 6, 9)]
+    series = partition_series(samples, set())[0]
+    assert series.tiered and series.tiers["n2"] == [(0, 0, 0, -1), (12, 0, 3, 6)]
+    assert _by_time(series.tiers)[10] == [(0, 6, 6), (0, 0, -1)]
+    assert replica_plot(series, []).startswith("data:image/")
+    untiered = partition_series([sample(0, "n1", 0, 0, -1, 3)], set())[0]
+    assert not untiered.tiered
