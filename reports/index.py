@@ -15,6 +15,7 @@ from pathlib import Path
 from . import anomalies as anomalies_mod
 from .render import render
 from .report import build_report, test_summary
+from .rerun import duration_s, rerun_command
 from .store import read_store
 
 RUN_FILES = ("test.json", "history.jsonl", "results.json")
@@ -33,6 +34,9 @@ class RunRow:
     link: str | None
     path: str
     as_expected: str = ""  # scenario runs: "yes" / "NO"
+    duration: str = ""  # seconds from the start to the last op
+    seed: str = ""
+    command: str = ""  # the command that runs it again
 
 
 def find_runs(root: Path) -> list[Path]:
@@ -67,12 +71,16 @@ def run_row(root: Path, run: Path, build_missing: bool) -> RunRow:
     stats = (store.results or {}).get("stats")
     ops = stats.get("ops") if isinstance(stats, dict) else None
     expected = sc.get("as_expected") if isinstance(sc, dict) else None
+    took = duration_s(run / "history.jsonl")
+    seed = store.test.get("seed")
     return RunRow(summary["name"], summary["era"], summary["nemesis"], summary["start"],
                   _verdict(store.results), sorted(counts.items()), sum(counts.values()),
                   str(ops) if ops is not None else "",
                   os.path.relpath(report, root) if report.exists() else None,
                   os.path.relpath(run, root),
-                  {True: "yes", False: "NO"}.get(expected, "") if isinstance(expected, bool) else "")
+                  {True: "yes", False: "NO"}.get(expected, "") if isinstance(expected, bool) else "",
+                  f"{took:.1f}" if took is not None else "", "" if seed is None else str(seed),
+                  rerun_command(store.test, sc if isinstance(sc, dict) else None))
 
 
 def build_index(store_root: str | Path, build_missing: bool = False) -> str:
