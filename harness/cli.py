@@ -92,6 +92,36 @@ def print_json(store: Path | None, code: int, results: dict | None = None) -> No
     typer.echo(json.dumps(doc, default=str))
 
 
+@contextlib.contextmanager
+def stdout_to_stderr(active: bool):
+    """With --json, whatever a command prints goes to stderr; yields the printed lines."""
+    printed = io.StringIO()
+    lines: list[str] = []
+    with contextlib.redirect_stdout(printed if active else sys.stdout):
+        yield lines
+    if active:
+        sys.stderr.write(printed.getvalue())
+        lines += printed.getvalue().splitlines()
+
+
+def campaign_json(path: Path | None, code: int) -> None:
+    """A campaign folder's summary.json, or every run of a store root, as one JSON document."""
+    if path is not None and (path / "summary.json").is_file():
+        doc = json.loads((path / "summary.json").read_text())
+    else:
+        from harness.campaign.cli import run_code
+
+        runs = {}
+        for hist in sorted(path.rglob("history.jsonl")) if path is not None else []:
+            if "latest" not in hist.parts and (hist.parent / "results.json").is_file():
+                res = json.loads((hist.parent / "results.json").read_text())
+                runs[str(hist.parent)] = {"valid": res.get("valid"), "exit_code": run_code(res)[0],
+                                          "as_expected": (res.get("scenario") or {}).get("as_expected")}
+        doc = {"runs": runs}
+    doc.update(valid={0: True, 1: False}.get(code, "unknown"), store=str(path) if path else None, exit_code=code)
+    typer.echo(json.dumps(doc, default=str))
+
+
 def ssh_options(hosts, ssh_user, ssh_key, known_hosts) -> dict:
     """The ssh backend's flags as spec backend_options (only those given)."""
     given = {"hosts": hosts.split(",") if hosts else None, "ssh_user": ssh_user,
@@ -297,27 +327,38 @@ def campaign_run(
     master: Optional[str] = typer.Option(None, help="Spark master of the final check (default local[2])"),
     subnets: Optional[str] = typer.Option(None, "--subnets", help="pool of /24s for parallel netns runs (overrides the file)"),
     engine: str = typer.Option("spark", help="final check: spark (one job for all runs) | local (in-process)"),
+    json_out: bool = typer.Option(False, "--json", help="print summary.json with the campaign folder as one JSON document"),
 ):
     """Run a campaign: exit 0 every cell as expected, 1 some cell not, 2 could not run."""
     from harness.campaign.cli import run_command
     from harness.campaign.execute import Options
 
-    raise typer.Exit(run_command(str(file), Options(
-        store_root=store_root, resume=resume, parallel=parallel, budget=budget, runs_per_cell=runs_per_cell,
-        stop_on_first_invalid=stop_on_first_invalid, junit=str(junit) if junit else None, master=master,
-        subnets=subnets, engine=engine)))
+    with stdout_to_stderr(json_out) as printed:
+        code = run_command(str(file), Options(
+            store_root=store_root, resume=resume, parallel=parallel, budget=budget, runs_per_cell=runs_per_cell,
+            stop_on_first_invalid=stop_on_first_invalid, junit=str(junit) if junit else None, master=master,
+            subnets=subnets, engine=engine))
+    if json_out:  # the last line printed is the campaign page, in the campaign folder
+        campaign_json(Path(printed[-1]).parent if printed and Path(printed[-1]).exists() else None, code)
+    raise typer.Exit(code)
 
 
 @campaign_app.command("check")
 def campaign_check(
     path: Path = typer.Argument(..., help="a campaign folder (STORE/campaigns/NAME/TIME) or a store root"),
     master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
-    engine: str = typer.Option("spark", help="spark (one job for all runs) | local (in-process, a campaign folder only)"),
+    engine: str = typer.Option("spark", help="spark (one job for all runs) | local (in-process)"),
+    json_out: bool = typer.Option(False, "--json", help="print the campaign's summary (or every run's verdict) as one JSON document"),
 ):
-    """Check every run of a campaign folder (or below a store root) in one Spark job."""
+    """Check every run of a campaign folder (or below a store root) in one Spark job.
+    A scenario run passes when its outcome is the one its scenario expects."""
     from harness.campaign.cli import check_command
 
-    raise typer.Exit(check_command(str(path), master, engine))
+    with stdout_to_stderr(json_out):
+        code = check_command(str(path), master, engine)
+    if json_out:
+        campaign_json(path.resolve() if path.is_dir() else None, code)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -355,17 +396,13 @@ def scenario(
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     run_command = _entry("nemesis.scenarios.cli", "run_command")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed if json_out else sys.stdout):  # the store path is its last line
+    with stdout_to_stderr(json_out) as lines:  # the store path is the last line printed
         code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend,
                            expect=expect, store_root=store_root, subnet=subnet,
                            backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts),
                            junit=str(junit) if junit else None)
     if json_out:
-        lines = printed.getvalue().splitlines()
-        sys.stderr.write(printed.getvalue())
-        store = Path(lines[-1]) if lines and Path(lines[-1]).is_dir() else None
-        print_json(store, code)
+        print_json(Path(lines[-1]) if lines and Path(lines[-1]).is_dir() else None, code)
     raise typer.Exit(code)
 
 

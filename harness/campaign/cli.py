@@ -33,22 +33,34 @@ def check_command(path: str, master: str | None = None, engine: str = "spark") -
             return _err(f"--engine {engine!r}: use spark or local")
         return finish(CampaignFolder(p.resolve()), Options(store_root=str(p.resolve().parents[2]), master=master,
                                                            engine=engine))
-    return check_root(p, master)
+    return check_root(p, master, engine if engine in ("spark", "local") else "spark")
 
 
-def check_root(root: Path, master: str | None) -> int:
-    from checkers.store import check_campaign
+def check_root(root: Path, master: str | None, engine: str = "spark") -> int:
+    """Every run below a store root: a scenario run counts by its scenario's expectation
+    (invalid as expected is a pass), any other run by its verdict."""
+    from harness.campaign.check import CheckError, check_stores
 
-    runs = sorted({str(h.parent) for h in root.rglob("history.jsonl") if "latest" not in h.parts})
+    runs = sorted({h.parent for h in root.rglob("history.jsonl") if "latest" not in h.parts})
     if not runs:
         return _err(f"no runs (history.jsonl) under {root}; give the folder that `harness run --store` wrote")
     try:
-        results = check_campaign(runs, master=master, skip_bad=True)
-    except ValueError as e:  # an unreachable Spark master
+        results = check_stores(runs, master=master, log=lambda m: print(f"campaign: {m}", file=sys.stderr),
+                               engine=engine)
+    except CheckError as e:  # an unreachable Spark master, no Java
         return _err(str(e))
     worst = 0
     for run, res in sorted(results.items()):
-        code = {True: 0, False: 1}.get(res.get("valid"), 2)
+        code, word = run_code(res)
         worst = max(worst, code)
-        print(f"{['valid', 'INVALID', 'unknown'][code]:8} {run}")
+        print(f"{word:20} {run}")
     return worst
+
+
+def run_code(results: dict) -> tuple[int, str]:
+    """(exit code, word) of one run: a scenario's expectation decides a scenario run."""
+    sc = results.get("scenario") if isinstance(results.get("scenario"), dict) else None
+    if sc is not None and isinstance(sc.get("as_expected"), bool):
+        return (0, "as expected") if sc["as_expected"] else (1, "NOT as expected")
+    code = {True: 0, False: 1}.get(results.get("valid"), 2)
+    return code, ["valid", "INVALID", "unknown"][code]

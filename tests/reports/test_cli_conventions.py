@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,17 @@ def test_run_and_scenario_json(tmp_path):
     assert Path(doc["store"]).is_dir(), sc.stderr
     assert doc["scenario"]["name"] == "isr-shrink-expand" and sc.returncode == doc["exit_code"]
     assert doc["valid"] in (True, False, "unknown")
+
+
+def test_campaign_counts_a_scenario_run_invalid_as_expected_as_a_pass(hw_data_loss_runs, tmp_path):
+    """hw-data-loss in era hw loses writes, as its scenario expects: the campaign passes (it exited 1)."""
+    _, store = hw_data_loss_runs["hw"]
+    root = tmp_path / "root"
+    shutil.copytree(store, root / "hw-data-loss-hw" / store.name, symlinks=True)
+    out = harness("campaign", "check", str(root), "--engine", "local", "--json", cwd=tmp_path, timeout=300)
+    doc = json.loads(out.stdout)
+    run = doc["runs"][str(root / "hw-data-loss-hw" / store.name)]
+    assert run["valid"] is False and run["as_expected"] is True, doc  # invalid, as expected
+    assert out.returncode == doc["exit_code"] == 0 and doc["store"] == str(root), out.stderr
+    plain = harness("campaign", "check", str(root), "--engine", "local", cwd=tmp_path, timeout=300)
+    assert plain.returncode == 0 and plain.stdout.startswith("as expected"), plain.stdout + plain.stderr
