@@ -90,20 +90,21 @@ def _one_line(e: ValidationError) -> str:
     return f"{loc}: {msg}{more}"
 
 
-def load_spec_file(path: str) -> dict:
+def load_spec_file(path: str, what: str = "spec file") -> dict:
+    """A YAML mapping with dashes in keys made underscores; SpecError (one line) naming `what`."""
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text())
     except OSError as e:
-        raise SpecError(f"spec file {path}: {e.strerror}") from None
+        raise SpecError(f"{what} {path}: {e.strerror}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise SpecError(f"spec file {path}:{where}: malformed YAML ({getattr(e, 'problem', e)}); fix the syntax") from None
+        raise SpecError(f"{what} {path}:{where}: malformed YAML ({getattr(e, 'problem', e)}); fix the syntax") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise SpecError(f"spec file {path}: must be a mapping of field: value, got {type(data).__name__}")
+        raise SpecError(f"{what} {path}: must be a mapping of field: value, got {type(data).__name__}")
     return {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
 
 

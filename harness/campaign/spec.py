@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.spec import BACKENDS, ERAS, FAULTS, TestSpec
+from harness.spec import FAULTS, SpecError, TestSpec, load_spec_file
 
 AXES = ("system", "era", "nemesis", "workload", "scenario", "backend")
 # `harness run` fields a campaign sets itself (axes, seeds, where the store goes)
@@ -193,21 +192,9 @@ def load_campaign(path: str | Path) -> CampaignFile:
     """Read and validate a campaign file; CampaignError (one line) on any problem."""
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise CampaignError(f"campaign file {path}: {e.strerror}; give a YAML file such as campaigns/smoke.yaml") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise CampaignError(f"campaign file {path}:{where}: malformed YAML "
-                            f"({getattr(e, 'problem', None) or e}); fix the syntax") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise CampaignError(f"campaign file {path}: must be a mapping of field: value, got {type(data).__name__}")
-    data = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items()}
+        data = load_spec_file(str(path), "campaign file")
+    except SpecError as e:
+        raise CampaignError(str(e)) from None
     data.setdefault("name", p.stem)
     try:
         campaign = CampaignFile.model_validate(data)

@@ -2,6 +2,7 @@
 before any run starts; the matrix expands in a stable order."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def test_malformed_file_exits_2_before_any_run(tmp_path):
 
 
 def test_missing_file_is_one_line(tmp_path):
-    with pytest.raises(CampaignError, match="No such file"):
+    with pytest.raises(CampaignError, match="campaign file .*No such file"):
         load_campaign(tmp_path / "nope.yaml")
 
 
@@ -116,3 +117,24 @@ def test_shipped_campaigns_load(name):
     cells = expand(campaign, "salt")
     assert cells and all(c.runs for c in cells)
     assert any(c.expect in ("invalid", "scenario") for c in cells)  # the known bugs are in the matrix
+
+
+def test_budget_too_small_runs_nothing_and_says_so(tmp_path):
+    """A budget no run fits in: no run starts, every cell is `not-run`, exit 1, JUnit skips."""
+    if os.geteuid() != 0:
+        pytest.skip("the netns backend needs root (checked before the budget)")
+    path = tmp_path / "b.yaml"
+    path.write_text("name: b\neras: [epoch]\nnemesis: [kill]\nseeds: [1, 2]\ntime_limit: 60\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), CI="true")
+    out = subprocess.run([sys.executable, "-m", "harness", "campaign", "run", str(path), "--store",
+                          str(tmp_path / "store"), "--budget", "10s", "--junit", str(tmp_path / "j.xml")],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    folder = next((tmp_path / "store" / "campaigns" / "b").iterdir())
+    events = [json.loads(x) for x in (folder / "events.jsonl").read_text().splitlines()]
+    assert not [e for e in events if e["event"] == "run-start"]
+    stop = next(e for e in events if e["event"] == "stop")
+    assert stop["why"] == "budget spent" and len(stop["left"]) == 2
+    summary = json.loads((folder / "summary.json").read_text())
+    assert [c["status"] for c in summary["cells"]] == ["not-run"] and "budget spent" in summary["notes"]
+    assert (tmp_path / "j.xml").read_text().count("<skipped") == 2
