@@ -150,7 +150,8 @@ class Scheduler:
         self.next_attempt = {rid: len(st.attempts) + 1 for rid, st in states.items()}
         self.children: dict[int, launch.Child] = {}   # slot -> child
         self.stopped: str | None = None
-        self.progress = CampaignProgress(len(states), len(states) - len(self.queue), opts.parallel)
+        left = {c["id"]: sum(1 for r in c["runs"] if not states[r["id"]].done) for c in folder.cells()}
+        self.progress = CampaignProgress(len(states), len(states) - len(self.queue), opts.parallel, cells_left=left)
 
     def _expected_run_s(self) -> float:
         d = self.progress.durations

@@ -1,4 +1,4 @@
-"""Matrix progress: runs done, running, left and an ETA. A rich bar on a
+"""Matrix progress: cells done, runs done, running, left and an ETA. A rich bar on a
 terminal, plain lines (one per run start and end) in CI or without a TTY."""
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from harness.progress import fancy_output
 
 
 class CampaignProgress:
-    def __init__(self, total: int, done: int, parallel: int, fancy: bool | None = None):
+    def __init__(self, total: int, done: int, parallel: int, fancy: bool | None = None,
+                 cells_left: dict[str, int] | None = None):
         self.total, self.done, self.parallel = total, done, parallel
+        self.cells_left = dict(cells_left or {})   # cell id -> runs not done yet
         self.running: set[str] = set()
         self.durations: list[float] = []
         self.fancy = fancy_output() if fancy is None else fancy
@@ -36,7 +38,9 @@ class CampaignProgress:
         eta = self.eta_s()
         eta_txt = "?" if eta is None else time.strftime("%H:%M:%S", time.gmtime(eta))
         left = self.total - self.done - len(self.running)
-        return f"done {self.done}, running {len(self.running)}, left {left}, ETA {eta_txt}"
+        cells = f"cells {sum(1 for n in self.cells_left.values() if n == 0)}/{len(self.cells_left)} done, " \
+            if self.cells_left else ""
+        return f"{cells}runs done {self.done}, running {len(self.running)}, left {left}, ETA {eta_txt}"
 
     def message(self, text: str) -> None:
         if self.bar is not None:
@@ -60,6 +64,9 @@ class CampaignProgress:
         if complete:
             self.done += 1
             self.durations.append(seconds)
+            cell = run_id.rsplit("/", 1)[0]
+            if cell in self.cells_left:
+                self.cells_left[cell] -= 1
         self.message(f"{verdict:9} {run_id} ({seconds:.0f} s) [{self.status()}]")
         self._refresh()
 
