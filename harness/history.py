@@ -17,6 +17,7 @@ class HistoryWriter:
         self._lock = threading.Lock()
         self._index = 0
         self.t0 = time.monotonic_ns() if t0_ns is None else t0_ns
+        self.t0_wall = time.time() - (time.monotonic_ns() - self.t0) / 1e9  # the wall clock at time 0
         self.counts = {"invoke": 0, "ok": 0, "fail": 0, "info": 0}
 
     def now(self) -> int:

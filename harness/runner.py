@@ -24,7 +24,7 @@ from harness.db import ReplicaDb
 from harness.history import HistoryWriter
 from harness.progress import Progress
 from harness.spec import TestSpec
-from harness.store import create_run_dir, write_json
+from harness.store import create_run_dir, link_latest, write_json
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 WORK_ROOT = Path(os.environ.get("HARNESS_WORK_ROOT", "/var/tmp/harness"))
@@ -75,6 +75,17 @@ def make_cluster(spec: TestSpec, run_id: str, record: RunRecord, work_dir: str):
 
 def _raise_interrupted(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
+
+
+def _drain(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks still pending (after Ctrl-C) and let their finally blocks run, as
+    asyncio.run does: a loop closed over them leaves client close() coroutines unawaited."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=5))
+    loop.run_until_complete(loop.shutdown_asyncgens())
 
 
 class Run:
@@ -134,9 +145,11 @@ class Run:
             if hist.exists() and hist.stat().st_size > 0:
                 msg += f"; the partial history is checkable: harness check {self.store}"
             self.progress.message(f"run aborted: {msg}")
+            link_latest(self.store)
             log.close()
             return 2
         rc = self._check()
+        link_latest(self.store)
         log.close()
         return rc
 
@@ -175,6 +188,8 @@ class Run:
         progress.message(f"starting replicas (era {spec.era})")
         db.start_all()
         self.history = HistoryWriter(str(self.store / "history.jsonl"))
+        test = json.loads((self.store / "test.json").read_text())
+        write_json(self.store / "test.json", {**test, "t0_wall": self.history.t0_wall})
         result: dict = {}
         thread = threading.Thread(target=self._client_thread, args=(cluster, db, result), name="clients")
         thread.start()
@@ -206,6 +221,7 @@ class Run:
             result["error"] = f"{type(e).__name__}: {e}"
         finally:
             if self.loop is not None:
+                _drain(self.loop)
                 self.loop.close()
 
     def _loop_exception(self, loop, context: dict) -> None:

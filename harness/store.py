@@ -26,10 +26,16 @@ def create_run_dir(root: str | os.PathLike, test_name: str, when: float | None =
         except FileExistsError:
             continue
         (path / "nodes").mkdir()
-        _link(test_dir / "latest", path.name)
-        _link(Path(root) / "latest", f"{test_name}/{path.name}")
         return path
     raise StoreError(f"cannot create a run directory under {test_dir}")
+
+
+def link_latest(run_dir: Path) -> None:
+    """Point `<test>/latest` and the root's `latest` at a run whose store is complete
+    (not when it starts: `harness check store/latest` must not check a run in progress)."""
+    run_dir = Path(run_dir)
+    _link(run_dir.parent / "latest", run_dir.name)
+    _link(run_dir.parent.parent / "latest", f"{run_dir.parent.name}/{run_dir.name}")
 
 
 def _link(link: Path, target: str) -> None:

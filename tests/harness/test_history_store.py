@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from harness.history import HistoryWriter
-from harness.store import StoreError, create_run_dir, validate_store
+from harness.store import StoreError, create_run_dir, link_latest, validate_store
 
 
 def test_history_is_flushed_op_by_op_and_dense(tmp_path):
@@ -53,6 +53,8 @@ def test_store_layout_and_latest_links(tmp_path):
     a = create_run_dir(tmp_path, "log-epoch", when=1_700_000_000)
     b = create_run_dir(tmp_path, "log-epoch", when=1_700_000_000)
     assert a != b and a.parent == b.parent
+    assert not (tmp_path / "latest").exists()  # linked only once a run's store is complete
+    link_latest(b)
     assert (tmp_path / "log-epoch" / "latest").resolve() == b.resolve()
     assert (tmp_path / "latest").resolve() == b.resolve()
     assert (a / "nodes").is_dir()

@@ -28,7 +28,8 @@ def start_run(tmp: Path, subnet: str) -> tuple[subprocess.Popen, Path]:
     # Wait until the workload has completed some ops and a fault is active.
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        store = tmp / "store" / "latest"
+        running = [d for d in (tmp / "store").glob("*/*") if d.is_dir() and not d.is_symlink()]
+        store = running[0] if running else tmp / "store" / "none"  # latest links only finished runs
         hist = store / "history.jsonl"
         if hist.exists():
             ops = read_history(store)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import edn_format
@@ -134,3 +136,61 @@ def test_campaign_counts_a_scenario_run_invalid_as_expected_as_a_pass(hw_data_lo
     assert out.returncode == doc["exit_code"] == 0 and doc["store"] == str(root), out.stderr
     plain = harness("campaign", "check", str(root), "--engine", "local", cwd=tmp_path, timeout=300)
     assert plain.returncode == 0 and plain.stdout.startswith("as expected"), plain.stdout + plain.stderr
+
+
+def _start_run(tmp_path: Path, subnet: str, time_limit: str) -> tuple[subprocess.Popen, Path]:
+    store = tmp_path / "store"
+    env = dict(os.environ, PYTHONPATH=str(REPO), CI="true", HARNESS_RUN_DIR=str(tmp_path / "runs"),
+               HARNESS_WORK_ROOT=str(tmp_path / "work"))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--time-limit", time_limit, "--nodes", "1",
+                             "--keys", "1", "--concurrency", "3", "--store", str(store), "--subnet", subnet],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    return proc, store
+
+
+def _wait_for_ops(store: Path, proc: subprocess.Popen, n: int = 20) -> Path:
+    """The run's history once the workload has written ``n`` lines."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = [h for h in store.glob("*/*/history.jsonl") if not h.parent.is_symlink()]
+        if found and len(found[0].read_text().splitlines()) >= n:
+            return found[0]
+        time.sleep(0.2)
+    raise AssertionError("the run wrote no history")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+@pytest.mark.parametrize("ops_before", [20, 200])
+def test_ctrl_c_leaves_no_coroutine_unawaited(tmp_path, ops_before):
+    proc, store = _start_run(tmp_path, "10.223.6.0/24", "60")
+    try:
+        _wait_for_ops(store, proc, ops_before)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err
+    assert "interrupted by SIGINT" in err
+    assert "never awaited" not in err and "Task was destroyed" not in err, err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_latest_points_at_a_run_only_once_its_store_is_complete(tmp_path):
+    proc, store = _start_run(tmp_path, "10.223.7.0/24", "4")
+    try:
+        history = _wait_for_ops(store, proc)
+        run_dir = history.parent
+        for link in (store / "latest", run_dir.parent / "latest"):
+            assert not link.exists() or link.resolve() != run_dir.resolve(), "latest points at a running run"
+        _out, err = proc.communicate(timeout=150)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 1), err
+    assert (store / "latest").resolve() == run_dir.resolve() == (run_dir.parent / "latest").resolve()
+    assert (store / "latest" / "results.json").is_file()
+    test = json.loads((run_dir / "test.json").read_text())
+    first = json.loads(history.read_text().splitlines()[0])
+    assert isinstance(test.get("t0_wall"), float)  # the wall clock at history time 0, for the report's one axis
+    assert abs(test["t0_wall"] + first["time"] / 1e9 - run_dir.stat().st_mtime) < 600
