@@ -122,6 +122,15 @@ def campaign_json(path: Path | None, code: int) -> None:
     typer.echo(json.dumps(doc, default=str))
 
 
+def model_choice(value: str) -> str:
+    """--model: a known linearizability model, with or without an initial value."""
+    from checkers.linear.models import MODELS
+
+    if value.partition(":")[0] not in MODELS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(MODELS)} (optionally NAME:INITIAL)")
+    return value
+
+
 def ssh_options(hosts, ssh_user, ssh_key, known_hosts) -> dict:
     """The ssh backend's flags as spec backend_options (only those given)."""
     given = {"hosts": hosts.split(",") if hosts else None, "ssh_user": ssh_user,
@@ -241,7 +250,8 @@ def cleanup(
 @app.command("check-history")
 def check_history(
     file: Path = typer.Argument(..., help="history.jsonl or history.edn"),
-    model: str = typer.Option(..., "--model", help="cas-register | kv | log"),
+    model: str = typer.Option(..., "--model", help="register | cas-register | multi-register | mutex | kv | log, "
+                              "optionally NAME:<EDN initial value> (cas-register:0)", callback=model_choice),
     engine: str = typer.Option("local", help="local | spark", callback=choice(*ENGINES)),
     master: Optional[str] = typer.Option(None),
     time_limit: Optional[float] = typer.Option(None, help="seconds before giving up (unknown)"),
