@@ -31,7 +31,7 @@ from .linear_page import WIDTH as LINEAR_WIDTH
 from .linear_page import panels as linear_panels
 from .node_events import read_node_events
 from .store import read_store
-from .story import focus_offsets, plot_marks, stories
+from .story import focus_offsets, held_values, plot_marks, stories
 from .timeline import windows
 from .topology import topologies
 
@@ -156,7 +156,7 @@ def _build(store_dir: Path) -> str:
     drops = scenario.leo_drops if scenario else _leo_drops(store.samples)
     logs = replica_logs(store.dumps)
     told = stories(store.history, faults, store.samples, found, read_node_events(store.path, clock),
-                   drops, divergent_records(logs))
+                   drops, divergent_records(logs), held_values(logs) if logs else None)
     keys = sorted(set(keys) | {s.key for s in told})
     marks = plot_marks(told)
     series = partition_series(store.samples, set(keys))

@@ -199,16 +199,26 @@ def _faults(faults: list[Fault], start: float, end: float | None) -> list[Event]
     return out
 
 
+def held_values(logs: dict[int, dict[str, dict]]) -> dict[int, set]:
+    """key -> every value some replica still holds (from the dumps)."""
+    return {key: {rec[2] for node in nodes.values() for rec in node["records"].values()
+                  if isinstance(rec[2], (int, str, float))}
+            for key, nodes in logs.items()}
+
+
 def stories(history: list[dict], faults: list[Fault], samples: list[dict], anomalies: list[Anomaly],
             events: list[NodeEvent], drops: list[dict],
-            divergent: list[tuple[int, int, list[tuple[str, Any, Any]]]]) -> list[Story]:
+            divergent: list[tuple[int, int, list[tuple[str, Any, Any]]]],
+            held: dict[int, set] | None = None) -> list[Story]:
     """One story per lost write, then one per divergent offset (key, offset, [(node, epoch, value)])
-    not already told."""
+    not already told.  With the replicas' dumps (``held``), a write some replica still holds
+    is not lost, only beyond the final reads (their HW stopped short of it): no story."""
     acked = _sends(history)
     _, final, first_read = _reads(history)
     types = _checker_types(anomalies)
     told: list[Story] = []
-    for key, offset, value in lost_writes(history, anomalies)[:MAX_ROWS]:
+    lost = [w for w in lost_writes(history, anomalies) if not held or w[2] not in held.get(w[0], ())]
+    for key, offset, value in lost[:MAX_ROWS]:
         told.append(_story(key, offset, value, "lost", acked, first_read, final,
                            types, faults, samples, events, drops))
     seen = {(s.key, s.offset) for s in told}

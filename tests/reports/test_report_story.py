@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 from reports_browser import extra_stores
@@ -26,14 +27,17 @@ ROWS = """[...document.querySelectorAll('tr.story-row')].map(r => ({
 
 
 def _final_losses(store: Path) -> list[dict]:
-    """Acknowledged sends absent from the final reads, straight from history.jsonl."""
+    """Acknowledged sends absent from the final reads and from every replica's dump,
+    straight from history.jsonl and nodes/*/dump.json."""
     ops = [json.loads(line) for line in (store / "history.jsonl").read_text().splitlines() if line.strip()]
+    held = {(p["partition"], r[3]) for d in (store / "nodes").glob("*/dump.json")
+            for p in json.loads(d.read_text())["partitions"] for r in p["records"]}
     final_at = next(o["index"] for o in ops if o["process"] == "nemesis" and o["f"] == "final")
     kept = {(int(k), v) for o in ops if o["index"] > final_at and o["f"] == "poll" and o["type"] == "ok"
             for k, pairs in o["value"].items() for _off, v in pairs}
     return [{"key": o["value"][0], "offset": o["value"][1][0], "value": o["value"][1][1], "op": o["index"]}
             for o in ops if o["f"] == "send" and o["type"] == "ok"
-            and (o["value"][0], o["value"][1][1]) not in kept]
+            and (o["value"][0], o["value"][1][1]) not in kept | held]
 
 
 def _leaders(store: Path) -> set[tuple[str, int]]:
@@ -68,6 +72,15 @@ def _check_stories(browser, store: Path, shots: Path, name: str) -> int:
     finally:
         browser.close_page(page)
     return len(lost)
+
+
+RANDOM_HW_RUN = Path(__file__).resolve().parents[1] / "data" / "stores" / "hw-kill-seed11"
+
+
+def test_every_lost_write_of_a_random_era_hw_run_has_its_story(browser, tmp_path, screenshot_dir):
+    store = tmp_path / "hw-kill-seed11"
+    shutil.copytree(RANDOM_HW_RUN, store)  # the report is written into the store
+    assert _check_stories(browser, store, screenshot_dir, "random-hw-kill-seed11") == 22
 
 
 def test_every_lost_write_of_hw_data_loss_has_its_story(browser, hw_data_loss_runs, screenshot_dir):
