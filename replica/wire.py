@@ -356,6 +356,9 @@ class ReceiveBudget:
     def pause(self, protocol: "FrameProtocol") -> None:
         self._paused.add(protocol)
 
+    def forget(self, protocol: "FrameProtocol") -> None:
+        self._paused.discard(protocol)
+
     def adjust(self, delta: int) -> None:
         self.held += delta
         if delta < 0 and self._paused and not self.over():
@@ -520,9 +523,11 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self._idle_timer = None
         self._buf = bytearray()          # the memory goes now, not when the last reference does
         self._start = self._end = 0
-        if self._budget is not None and self._counted:
-            counted, self._counted = self._counted, 0
-            self._budget.adjust(-counted)
+        if self._budget is not None:
+            self._budget.forget(self)
+            if self._counted:
+                counted, self._counted = self._counted, 0
+                self._budget.adjust(-counted)
         if self._on_close is not None:
             self._on_close(exc or self._close_reason)
 

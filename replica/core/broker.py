@@ -455,12 +455,18 @@ class BrokerCore(TieredMixin):
         p = self._lookup(conn, corr, message)
         if p is None:
             return
+        first, epoch = p.leo, p.leader_epoch
+        records, size, largest = [], 0, 0
         try:
-            crcs_sizes = [P.record_crc_and_size(v) for v in values]
+            for i, v in enumerate(values):
+                crc, n = P.record_crc_and_size(v)
+                records.append((first + i, epoch, crc, v))
+                size += n
+                if n > largest:
+                    largest = n
         except (ValueError, TypeError, RecursionError) as e:     # NaN/Infinity: not JSON
             self._reply(conn, corr, P.INVALID_RECORD, message=f"{type(e).__name__}: {e}"[:200])
             return
-        size = sum(s for _, s in crcs_sizes)
         if size > self.config["message.max.bytes"]:
             self._reply(conn, corr, P.MESSAGE_TOO_LARGE,
                         message=f"{size} bytes of records > message.max.bytes={self.config['message.max.bytes']}")
@@ -470,10 +476,7 @@ class BrokerCore(TieredMixin):
             self._reply(conn, corr, P.NOT_ENOUGH_REPLICAS,
                         message=f"isr {p.isr} is smaller than min.insync.replicas={min_isr}")
             return
-        first = p.leo
-        epoch = p.leader_epoch
-        self._append(p, [(first + i, epoch, cs[0], v) for i, (v, cs) in enumerate(zip(values, crcs_sizes))], now,
-                     max(s for _, s in crcs_sizes))
+        self._append(p, records, now, largest)
         last = p.leo - 1
         self._wake_follower_fetches(p)
         self._maybe_increment_hw(p, now)

@@ -228,6 +228,23 @@ class LocalCluster:
             await asyncio.sleep(0.1)
 
 
+async def read_partition(client: Client, partition: int, until: int, topic: str = "log",
+                         timeout: float = 60.0) -> list:
+    """Every (offset, value) of a partition from offset 0 up to ``until``, as a consumer reads them."""
+    records, offset = [], 0
+    deadline = time.monotonic() + timeout
+    while offset < until:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"consumer of {topic}-{partition} stuck at offset {offset} of {until}")
+        batch, _hw = await client.fetch(topic, partition, offset, max_records=1000)
+        if not batch:
+            await asyncio.sleep(0.05)
+            continue
+        records.extend(batch)
+        offset = batch[-1][0] + 1
+    return records
+
+
 @pytest.fixture
 def local_cluster(tmp_path):
     """Factory: ``local_cluster(brokers=3, era="epoch", settings={...})`` -> a started LocalCluster."""

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from cluster_fixture import read_partition
 from replica.client import DefiniteError
 from replica.wire import MAX_FRAME_BYTES, encode_frame, read_frame
 
@@ -69,20 +70,8 @@ async def until_isr(client, size, timeout=30.0):
         await asyncio.sleep(0.1)
 
 
-async def read_all(client, until, timeout=30.0):
-    """Every (offset, value) from offset 0 up to ``until``, as a consumer reads them."""
-    out, offset = [], 0
-    deadline = time.monotonic() + timeout
-    while offset < until:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"consumer stuck at offset {offset} of {until}")
-        batch, _hw = await client.fetch(TOPIC, 0, offset)
-        if not batch:
-            await asyncio.sleep(0.1)
-            continue
-        out.extend(batch)
-        offset = batch[-1][0] + 1
-    return out
+async def read_all(client, until):
+    return await read_partition(client, 0, until, TOPIC, timeout=30.0)
 
 
 def rss_bytes(pid: int) -> int:

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from cluster_fixture import read_partition
 from replica.client import ClientError, DefiniteError
 from replica.storage import (
     LEADER_EPOCH_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
@@ -51,18 +52,6 @@ async def produce_all(client, values, acked, workers=24, tolerate_errors=False):
 
     await asyncio.gather(*(worker() for _ in range(workers)))
     return failed
-
-
-async def read_partition(client, partition, until):
-    records, offset = [], 0
-    while offset < until:
-        batch, hw = await client.fetch(TOPIC, partition, offset, max_records=1000)
-        if not batch:
-            await asyncio.sleep(0.05)
-            continue
-        records.extend(batch)
-        offset = batch[-1][0] + 1
-    return records
 
 
 async def controller_meta(cluster, client):
