@@ -43,7 +43,7 @@ def resumed(tmp_path_factory):
     file, store = tmp / "resume-t.yaml", tmp / "store"
     file.write_text(FILE.format(verdict="valid"))
     env = campaign_env(tmp)
-    argv = campaign_argv(file, store, "--subnets", "10.226.4.0/24")
+    argv = campaign_argv(file, store, "--subnets", "10.226.4.0/24", "--engine", "local")  # Spark: the smoke test
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tmp)
     deadline = time.monotonic() + 120
     child = None
@@ -89,7 +89,7 @@ def test_a_new_failure_shows_on_the_page_and_in_junit(resumed):
     file, store = tmp / "resume-t.yaml", tmp / "store"
     file.write_text(FILE.format(verdict="invalid"))  # the same cell now expects what it no longer shows
     out = subprocess.run(campaign_argv(file, store, "--runs-per-cell", "1", "--subnets", "10.226.4.0/24",
-                                       "--junit", str(tmp / "j.xml"), "--engine", "local"),  # Spark: the test above
+                                       "--junit", str(tmp / "j.xml"), "--engine", "local"),
                          capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
     latest = campaign_folders(store, "resume-t")[-1]
