@@ -332,7 +332,7 @@ def campaign_run(
     budget: Optional[str] = typer.Option(None, "--budget", help="start no run that would end after this, e.g. 2h"),
     runs_per_cell: Optional[int] = typer.Option(None, "--runs-per-cell", help="runs per cell (overrides seeds/runs)"),
     stop_on_first_invalid: bool = typer.Option(False, "--stop-on-first-invalid",
-                                               help="start no more runs once a cell expected valid has an invalid run"),
+                                               help="start no more runs once a run contradicts its cell (invalid where valid is expected)"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (always: CAMPAIGN/junit.xml)"),
     master: Optional[str] = typer.Option(None, help="Spark master of the final check (default local[2])"),
     subnets: Optional[str] = typer.Option(None, "--subnets", help="pool of /24s for parallel netns runs (overrides the file)"),

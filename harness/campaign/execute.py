@@ -189,7 +189,9 @@ class Scheduler:
                             "store": str(store.relative_to(self.folder.path)) if store else None,
                             "verdict": v["verdict"], "seconds": seconds})
         self.progress.run_ended(child.run_id, v["verdict"], seconds)
-        if self.opts.stop_on_first_invalid and v["verdict"] == "invalid" and cell["expect"] == "valid":
+        unexpected = (cell["expect"] == "valid" and v["verdict"] == "invalid") or \
+            (cell["expect"] == "scenario" and v.get("as_expected") is False)
+        if self.opts.stop_on_first_invalid and unexpected:
             self.stop(f"stop on first invalid: {child.run_id}")
 
     def stop(self, why: str) -> None:
