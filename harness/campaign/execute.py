@@ -59,6 +59,9 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
         raise CampaignError(f"--engine {opts.engine!r}: use spark or local")
     if opts.parallel < 1:
         raise CampaignError(f"--parallel {opts.parallel}: give 1 or more")
+    if opts.parallel > 1 and "ssh" in campaign.backends:
+        raise CampaignError(f"--parallel {opts.parallel}: runs on the ssh backend share the same hosts; "
+                            f"use --parallel 1 (netns and docker runs coexist)")
     if opts.budget is not None:
         try:
             parse_duration(opts.budget)
