@@ -1,7 +1,7 @@
 """Run every asserted cell of the scenario table N times in a row (not part
 of the test suite: minutes of real clusters).
 
-    python -m nemesis.scenarios.repeat --runs 10 [--only hw-data-loss] [--store DIR]
+    harness repeat --runs 10 [--only hw-data-loss] [--store DIR]   (or python -m nemesis.scenarios.repeat)
 
 Each run is `harness scenario NAME --era ERA --expect` in a subprocess; the
 summary gives, per cell, how many runs gave the declared verdict and the
