@@ -117,3 +117,23 @@ def test_tiered_samples_give_log_starts_and_the_remote_band():
     assert replica_plot(series, []).startswith("data:image/")
     untiered = partition_series([sample(0, "n1", 0, 0, -1, 3)], set())[0]
     assert not untiered.tiered
+
+
+def test_overlapping_fault_bands_take_different_lanes():
+    from reports.timeline import lanes
+
+    spans = [(0, 10), (5, 15), (12, 20), (16, 30), (1, 2)]
+    got = lanes(spans)
+    for i, (a, b) in enumerate(spans):
+        for j, (c, d) in enumerate(spans[:i]):
+            if a <= d and c <= b:  # they overlap
+                assert got[i] != got[j], (spans[i], spans[j], got)
+    assert max(got) <= 2
+
+
+def test_partition_labels_say_who_was_cut_off():
+    from reports.grudges import grudge_text, parse_grudge
+
+    assert grudge_text(parse_grudge({"grudge": {"n1": ["n2"], "n2": ["n1"]}})) == "n1 | n2"
+    assert grudge_text(parse_grudge({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}})) == "n1 | n2 n3"
+    assert grudge_text(parse_grudge({"grudge": {"n1": ["n2"]}})) == "n1 drops n2"

@@ -91,6 +91,17 @@ def test_every_lost_write_of_hw_data_loss_has_its_story(browser, hw_data_loss_ru
     rows = _story_leaders(browser, store)
     b = sc["aliases"]["B"]  # the leader that acknowledged both writes, in the first epoch
     assert {rows[(w["key"], w["offset"])] for w in sc["lost_writes"]} == {f"{b}, epoch 0"}
+    page = browser.load((store / "report.html").as_uri())
+    try:  # one time format: seconds since the start, never a wall-clock time in a table
+        tables = browser.evaluate(page, "[...document.querySelectorAll('table.scenario-table, table.story-table, "
+                                        "table.faults, table.ops-table')].map(t => t.innerText).join(' ')")
+        assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", tables)
+        assert "time 0 s = " in browser.evaluate(page, "document.getElementById('time-zero').innerText")
+        bands = browser.evaluate(page, "[...document.querySelectorAll('.band-label')].map(b => b.innerText)")
+        a, b_ = sc["aliases"]["A"], sc["aliases"]["B"]
+        assert any(f"partition {' | '.join(sorted([a, b_]))}" in t for t in bands), bands  # who was cut off
+    finally:
+        browser.close_page(page)
     for extra in extra_stores():  # REPORT_STORES: e.g. a random era-hw run that lost writes
         path = Path(extra).resolve()
         _check_stories(browser, path, screenshot_dir, f"store-{path.parent.name}-{path.name}")
