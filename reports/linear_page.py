@@ -129,9 +129,23 @@ def _row(call: dict, order: dict[int, int], role: str) -> dict:
             "order": order.get(id(call), ""), "role": role}
 
 
-def panel(ops: list[dict], example: dict, keyed: bool) -> Panel:
-    """The panel of one counterexample over the history ``ops``."""
+def _key_members(ops: list[dict], model: Any) -> dict[Any, set[int]] | None:
+    """key -> history indices of the invocations of that key's calls, as the checker split them."""
+    try:
+        from checkers.linear.calls import calls_by_key
+        from checkers.linear.models import parse_model
+
+        return {key: {_index(c.invoke) for c in calls} for key, calls in calls_by_key(ops, parse_model(model)).items()}
+    except Exception:  # noqa: BLE001 - an unknown model or shape: draw every call instead
+        return None
+
+
+def panel(ops: list[dict], example: dict, keyed: bool, members: set[int] | None = None) -> Panel:
+    """The panel of one counterexample over the history ``ops`` (only the calls of its key
+    when ``members`` gives their invocation indices)."""
     calls = _calls(ops)
+    if members is not None:
+        calls = [c for c in calls if _index(c["invoke"]) in members]
     by_index = {}
     for c in calls:
         for side in ("invoke", "complete"):
@@ -213,8 +227,11 @@ def _lay_out(p: View, shown: list[dict], ops: list[dict], order: dict[int, int],
 
 def panels(ops: list[dict], result: dict) -> list[Panel]:
     examples = counterexamples(result)
+    if not examples:
+        return []
     keyed = int(result.get("keys") or 1) > 1
-    return [panel(ops, ex, keyed) for ex in examples]
+    members = _key_members(ops, result.get("model")) if keyed and result.get("model") else None
+    return [panel(ops, ex, keyed and members is None, (members or {}).get(ex.get("key"))) for ex in examples]
 
 
 def build_linear_page(ops: list[dict], result: dict, out: str | Path, source: str = "") -> str:

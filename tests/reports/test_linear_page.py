@@ -70,3 +70,20 @@ def test_page_renders_the_counterexample(browser, tmp_path, screenshot_dir):
         assert browser.errors(page) == []
     finally:
         browser.close_page(page)
+
+
+def test_a_keyed_panel_draws_only_its_key():
+    """A log history of 3 keys: the panel of the key that fails holds that key's calls only."""
+    from checkers.history import read_history
+    from checkers.linear import check_ops
+
+    from reports.linear_page import panels
+
+    ops = read_history(str(REPO / "tests" / "data" / "stores" / "hw-kill-seed11" / "history.jsonl"))
+    result = check_ops(ops, "log")
+    assert result["valid"] is False and result["keys"] == 3
+    (p,) = panels(ops, result)
+    key = result["counterexample"]["key"]
+    sends = [b.title for b in p.views[0].bars if ": send " in b.title]
+    assert sends and all(f"send [{key}, " in t for t in sends), sends[:5]
+    assert sum(b.css == "failing" for b in p.views[0].bars) == 1
