@@ -63,11 +63,9 @@ from collections import defaultdict
 from typing import Iterable
 
 from checkers.flatten import decode_value, flatten
+from checkers.vocabulary import of_checker
 
-ANOMALIES = (
-    "lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonmonotonic-poll",
-    "poll-skip", "nonmonotonic-send", "aborted-read", "realtime-order",
-)
+ANOMALIES = of_checker("log")
 MAX_EXAMPLES = 20
 MAX_OPS = 10  # history indices listed per example
 
@@ -257,3 +255,13 @@ def _realtime_order(sends):
                     "earlier_offset": best[0], "ops": [best[1], index]}))
     found.sort(key=lambda r: r[0])
     return len(found), [r[1] for r in found[:MAX_EXAMPLES]]
+
+
+def _declare():
+    from checkers.checker import Checker
+
+    return Checker("log", "Jepsen's Kafka log anomalies over the history",
+                   lambda data: check_flat(data.sends, data.reads))
+
+
+CHECKER = _declare()

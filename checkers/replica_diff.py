@@ -46,8 +46,9 @@ from collections import defaultdict
 from typing import Iterable
 
 from checkers.flatten import decode_value, flatten, flatten_dumps
+from checkers.vocabulary import of_checker
 
-ANOMALIES = ("divergence", "missing-committed", "lost-acknowledged")
+ANOMALIES = of_checker("replica-diff")
 MAX_EXAMPLES = 20
 MAX_OPS = 10
 
@@ -143,3 +144,14 @@ def _lost_acknowledged(records, replicas, sends):
         and offset >= ranges[key][0] and (key, value) not in held)
     return len(lost), [{"key": k, "value": decode_value(v), "offset": o, "ops": [done]}
                        for k, o, v, done in lost[:MAX_EXAMPLES]]
+
+
+def _declare():
+    from checkers.checker import Checker
+
+    return Checker("replica-diff", "the replicas' logs (dumps) against each other and the acknowledged sends",
+                   lambda data: check_flat(data.records, data.replicas, data.sends, complete=data.dumps_complete),
+                   needs=("dump",))
+
+
+CHECKER = _declare()

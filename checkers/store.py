@@ -1,7 +1,8 @@
-"""Check a store directory: the log checker and the replica diff -> results.json.
+"""Check a store directory: the log checker and the replica diff -> the
+checkers' part of results.json (written by harness.verdict, the one writer).
 
-This is the function the harness calls after every run (and `harness check`
-on an old store). It must work on what a crashed or interrupted run left:
+This is what the harness runs after every run (and `harness check` on an
+old store). It must work on what a crashed or interrupted run left:
 a history whose last line was cut off mid-write is read without that line
 (noted in the results), and missing or unreadable replica dumps make the
 replica diff partial ("unknown" unless it finds divergence) instead of
@@ -19,15 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 
-from checkers import log_anomalies, replica_diff
+from checkers.checker import StoreData
 from checkers.flatten import flatten, flatten_dumps
 from checkers.history import HistoryError, iter_jsonl
-
-HISTORY = "history.jsonl"
-BROKER_NODE = re.compile(r"n\d+\Z")
+from harness import registry
+from harness.store import HISTORY, read_dumps as _read_dumps
 
 
 class StoreError(ValueError):
@@ -35,7 +34,7 @@ class StoreError(ValueError):
 
 
 def check_store(store_dir: str, engine: str = "local", master: str | None = None) -> dict:
-    """Check one store dir, write `<store_dir>/results.json`, return the results."""
+    """Check one store dir; -> the checkers' results (harness.verdict writes them)."""
     if engine == "spark":
         return check_campaign([store_dir], master=master)[store_dir]
     if engine != "local":
@@ -45,13 +44,9 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     truncated = history.truncated
     dumps, missing = read_dumps(store_dir)
     records, replicas = flatten_dumps(dumps)
-    checkers = {
-        "log": log_anomalies.check_flat(sends, reads),
-        "replica-diff": replica_diff.check_flat(records, replicas, sends, complete=not missing),
-    }
-    results = assemble(checkers, stats, engine, truncated, missing)
-    write_results(store_dir, results)
-    return results
+    data = StoreData(sends, reads, records, replicas, dumps_complete=not missing)
+    checkers = {name: checker.check(data) for name, checker in registry.load_all(registry.CHECKERS).items()}
+    return assemble(checkers, stats, engine, truncated, missing)
 
 
 def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing: list) -> dict:
@@ -95,28 +90,13 @@ def read_store_history(store_dir: str) -> tuple[list[dict], bool]:
 
 
 def read_dumps(store_dir: str) -> tuple[dict[str, dict], list[str]]:
-    """-> (node -> dump, broker nodes whose dump is missing or unreadable)."""
-    nodes_dir = os.path.join(store_dir, "nodes")
-    dumps, missing = {}, []
-    if not os.path.isdir(nodes_dir):
-        return dumps, missing
-    for node in sorted(os.listdir(nodes_dir)):
-        path = os.path.join(nodes_dir, node, "dump.json")
-        if not os.path.exists(path):
-            if BROKER_NODE.match(node):
-                missing.append(node)
-            continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                dumps[node] = json.load(handle)
-        except (OSError, ValueError):
-            missing.append(node)
-    return dumps, missing
+    """-> (node -> dump, data nodes whose dump is missing or unreadable)."""
+    return _read_dumps(store_dir)
 
 
 def check_campaign(store_dirs: list[str], master: str | None = None,
                    skip_bad: bool = False) -> dict[str, dict]:
-    """Check many stores in one Spark job; writes each store's results.json.
+    """Check many stores in one Spark job (harness.verdict writes each results.json).
 
     -> {store_dir: results}. Each store's history and dumps are first written
     to `<store>/parquet/` (streamed, chunked), then one job checks them all.
@@ -139,8 +119,6 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
             if not skip_bad:
                 raise
             out[store_dir] = {"valid": "unknown", "error": str(err), "engine": "spark"}
-            if os.path.isdir(store_dir):
-                write_results(store_dir, out[store_dir])
             continue
         prepared[run] = (store_dir, out_dir, made["stats"], made["truncated"], made["missing"])
     runs = list(prepared)
@@ -149,9 +127,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     found = check_runs([p[1] for p in prepared.values()], runs, master=master,
                        complete={run: not p[4] for run, p in prepared.items()})
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
-        results = assemble(found[run], stats, "spark", truncated, missing)
-        write_results(store_dir, results)
-        out[store_dir] = results
+        out[store_dir] = assemble(found[run], stats, "spark", truncated, missing)
     return out
 
 
@@ -220,13 +196,3 @@ def write_parquet(out_dir: str, run: str, history, dumps: dict) -> dict:
     except HistoryError:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
-
-
-def write_results(store_dir: str, results: dict) -> None:
-    """Write results.json atomically, so a reader never sees half a file."""
-    path = os.path.join(store_dir, "results.json")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(results, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(tmp, path)

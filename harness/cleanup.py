@@ -147,11 +147,17 @@ def release(record: RunRecord) -> list[str]:
         if r["kind"] == "link" and _quiet(["ip", "link", "show", r["name"]]) == 0:
             _quiet(["ip", "link", "del", r["name"]])
             done.append(f"link {r['name']}")
-    # 4. Hosts reached over SSH (ssh backend): their daemons, rules and run folder.
-    if any(r["kind"] == "ssh-host" for r in res):
-        from harness.cluster.ssh import release_ssh  # paramiko only when needed
+    # 4. What a backend keeps elsewhere (ssh: daemons, rules and the run folder on
+    # hosts that outlive the run): each registered backend's `release_resources`, if it has one.
+    from harness import registry
 
-        done += release_ssh(res)
+    for name in registry.names(registry.BACKENDS):
+        try:
+            release_backend = getattr(registry.backend(name), "release_resources", None)
+        except registry.RegistryError:
+            continue
+        if release_backend is not None:
+            done += release_backend(res)
     # 5. Scratch directories.
     for r in res:
         if r["kind"] == "dir" and os.path.isdir(r["path"]):

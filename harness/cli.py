@@ -142,7 +142,8 @@ def ssh_options(hosts, ssh_user, ssh_key, known_hosts) -> dict:
 @app.command()
 def run(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML spec file; flags override it"),
-    era: Optional[str] = typer.Option(None, help="hw | kip101 | epoch (default epoch)"),
+    system: Optional[str] = typer.Option(None, help="system under test (default replica; see docs/extending.md)"),
+    era: Optional[str] = typer.Option(None, help="the replica's era: hw | kip101 | epoch (default epoch)"),
     nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
     time_limit: Optional[float] = typer.Option(None, help="workload seconds (default 60)"),
@@ -174,7 +175,7 @@ def run(
         settings = parse_settings(set_) if set_ else None
         if hosts and nodes is None:  # the controller host comes first
             nodes = len(hosts.split(",")) - 1
-        spec = build_spec(str(spec_file) if spec_file else None, era=era, nemesis=nemesis,
+        spec = build_spec(str(spec_file) if spec_file else None, system=system, era=era, nemesis=nemesis,
                           nemesis_interval=nemesis_interval, time_limit=time_limit, seed=seed, nodes=nodes,
                           keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
                           subnet=subnet, name=name, store_root=store_root,

@@ -1,5 +1,14 @@
-"""One test run: spec -> cluster -> replicas -> workload + nemesis -> history
--> collect -> check -> exit code.
+"""One test run: spec -> hosts -> system under test -> steps (random or
+scripted) + workload -> history -> collect -> check -> exit code.
+
+There is one runner. A `Program` says what happens between setup and the
+final phase: `RandomProgram` (the workload's random clients plus the seeded
+fault schedule, nemesis.schedule) or a scenario (nemesis.scenarios.program:
+its script compiled to steps). Both feed a step stream to
+`harness.steps.run_steps`, whose fault steps go to the one
+`nemesis.nemesis.Nemesis`. Everything a run starts (clients, step stream,
+sampler, progress ticker, a program's watchers) lives in one asyncio
+TaskGroup and is cancelled by structure.
 
 Teardown is unconditional: Ctrl-C, SIGTERM or an error tear down every
 process, namespace and rule (recorded in the run record first, so that even a
@@ -9,24 +18,24 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import os
 import secrets
 import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any, AsyncIterator, Protocol
 
-from harness import verdict
+from harness import registry, store as run_store, verdict
 from harness.cleanup import RunRecord, release
-from harness.cluster.base import CONTROLLER, ClusterError
-from harness.db import ReplicaDb
+from harness.cluster.base import ClusterError
 from harness.history import HistoryWriter
 from harness.progress import Progress
+from harness.sampler import Sampler
 from harness.spec import TestSpec
-from harness.store import create_run_dir, link_latest, write_json
+from harness.steps import RunContext, StepError, run_steps
+from harness.sut import DUMP, INSPECT, RunShape, Unsupported
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 WORK_ROOT = Path(os.environ.get("HARNESS_WORK_ROOT", "/var/tmp/harness"))
 
 
@@ -38,20 +47,72 @@ class Interrupted(BaseException):
     """SIGINT or SIGTERM: tear down and exit 2."""
 
 
-def preflight(spec: TestSpec) -> None:
+class Program(Protocol):
+    """What a run does between setup and the final phase."""
+
+    faults: list[str]           # faults it may use (checked before any host exists)
+    clients: bool               # the workload's random clients run until the time limit
+    scripted: bool              # a failed step ends the steps with an unknown verdict (else the run aborts)
+    sample_period: float
+
+    def steps(self, ctx: RunContext, deadline: float) -> AsyncIterator: ...
+
+    def background(self, ctx: RunContext) -> list: ...   # coroutines run alongside (watchers)
+
+    def describe(self, step) -> str: ...
+
+    def prepare(self, ctx: RunContext) -> None: ...      # before the steps (e.g. write scenario.json)
+
+    def findings(self, ctx: RunContext, error: str | None) -> dict | None: ...  # results.json's program part
+
+
+class RandomProgram:
+    """`harness run`: random clients and the seeded random fault schedule."""
+
+    clients = True
+    scripted = False
+    sample_period = 0.25
+
+    def __init__(self, spec: TestSpec):
+        self.spec = spec
+        self.faults = list(spec.nemesis)
+
+    def steps(self, ctx, deadline):
+        from nemesis.schedule import random_steps
+
+        return random_steps(ctx, self.faults, self.spec.seed, self.spec.nemesis_interval, deadline,
+                            leader=ctx.workload.leader_node)
+
+    def background(self, ctx):
+        return []
+
+    def describe(self, step) -> str:
+        return ""
+
+    def prepare(self, ctx) -> None:
+        pass
+
+    def findings(self, ctx, error):
+        return None
+
+
+def preflight(spec: TestSpec, program: Program) -> None:
     """Checks that must pass before anything is created."""
+    system = spec.system_def()
     if spec.backend == "netns" and os.geteuid() != 0:
         raise RunError("the netns backend needs root (network namespaces, veths, iptables): run as root")
-    if not (REPO_DIR / "replica").is_dir():
-        raise RunError(f"no replica/ package under {REPO_DIR}; run from a full checkout")
-    try:  # replica settings are checked by the replica's own rules
-        from replica.config import ConfigError, build
-        try:
-            build(spec.era, spec.settings)
-        except ConfigError as e:
-            raise RunError(f"--set: {e}") from None
-    except ImportError:
-        pass
+    for folder in system.code:
+        if not (run_store.REPO_DIR / folder).is_dir():
+            raise RunError(f"no {folder}/ under {run_store.REPO_DIR}; run from a full checkout")
+    try:
+        for fault in program.faults:
+            system.require_fault(fault)
+        if system.check_settings is not None:
+            system.check_settings(spec.settings, spec.options())
+    except Unsupported as e:
+        raise RunError(str(e)) from None
+    except ValueError as e:
+        raise RunError(f"--set: {e}") from None
     if spec.backend == "netns":
         from harness.cluster.netns import host_addresses
         try:
@@ -61,14 +122,10 @@ def preflight(spec: TestSpec) -> None:
 
 
 def make_cluster(spec: TestSpec, run_id: str, record: RunRecord, work_dir: str):
-    """Backends: netns here; docker and ssh expose make_cluster(spec, run_id, record, work_dir)."""
-    if spec.backend == "netns":
-        from harness.cluster.netns import NetnsCluster
-        return NetnsCluster(run_id, spec.nodes, spec.subnet, record, work_dir)
+    """The backend registered under spec.backend (replog.backends)."""
     try:
-        mod = importlib.import_module(f"harness.cluster.{spec.backend}")
-        factory = mod.make_cluster
-    except (ImportError, AttributeError) as e:
+        factory = registry.backend(spec.backend).make_cluster
+    except (registry.RegistryError, AttributeError) as e:
         raise RunError(f"backend {spec.backend!r} is not available ({e}); use --backend netns") from None
     return factory(spec, run_id, record, work_dir)
 
@@ -89,24 +146,34 @@ def _drain(loop: asyncio.AbstractEventLoop) -> None:
 
 
 class Run:
-    def __init__(self, spec: TestSpec, progress: Progress | None = None):
+    def __init__(self, spec: TestSpec, program: Program | None = None, progress: Progress | None = None):
         self.spec = spec
+        self.program = program or RandomProgram(spec)
+        self.system = spec.system_def()
+        self.plan = self.system.host_plan(spec.nodes, spec.options())
         self.run_id = secrets.token_hex(3)
         self.store: Path | None = None
         self.progress = progress
         self.history: HistoryWriter | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.main_task: asyncio.Task | None = None
+        self.db = None
+        self.cluster = None
+        self._ctx: RunContext | None = None
         self.outcome: dict = {}
+        self.step_error: str | None = None
+        self.results: dict | None = None
+        self._started = time.monotonic()
 
     # ------------------------------------------------------------------
     def execute(self) -> int:
         spec = self.spec
-        preflight(spec)
-        self.store = create_run_dir(spec.store_root, spec.name).resolve()
-        write_json(self.store / "test.json", {**spec.model_dump(), "run_id": self.run_id,
-                                              "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        log = open(self.store / "harness.log", "a", encoding="utf-8")
+        preflight(spec, self.program)
+        self.store = run_store.create_run_dir(spec.store_root, spec.name).resolve()
+        run_store.write_json(self.store / run_store.TEST, {
+            **spec.model_dump(), "variant": spec.variant, "run_id": self.run_id,
+            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        log = open(self.store / run_store.HARNESS_LOG, "a", encoding="utf-8")
         self.progress = self.progress or Progress()
         self.progress.log_file = log
         self.progress.message(f"store {self.store}")
@@ -121,7 +188,7 @@ class Run:
             self._run_cluster(cluster)
         except Interrupted as e:
             interrupted = str(e)
-        except (ClusterError, RunError) as e:
+        except (ClusterError, RunError, Unsupported) as e:
             error = str(e)
         except Exception as e:  # a bug or an unexpected failure: still exit 2, never 1
             error = f"{type(e).__name__}: {e}"
@@ -141,31 +208,35 @@ class Run:
                     self.history.close()
         if interrupted or error:
             msg = f"interrupted by {interrupted}" if interrupted else error
-            hist = self.store / "history.jsonl"
+            hist = self.store / run_store.HISTORY
             if hist.exists() and hist.stat().st_size > 0:
                 msg += f"; the partial history is checkable: harness check {self.store}"
             self.progress.message(f"run aborted: {msg}")
-            link_latest(self.store)
+            run_store.link_latest(self.store)
             log.close()
             return 2
         rc = self._check()
-        link_latest(self.store)
+        run_store.link_latest(self.store)
         log.close()
         return rc
 
     def _check(self) -> int:
-        if not self.spec.check:
-            return 2
         self.progress.message("checking")
-        try:
-            results = verdict.check_store(self.store)
-        except Exception as e:  # a checker crash is an unknown verdict, not a pass
-            results = {"valid": "unknown", "error": f"checker failed: {type(e).__name__}: {e}"}
-            write_json(self.store / "results.json", results)
-        self.progress.message("verdict: " + verdict.summary(results))
+        findings = self.outcome.get("findings")
+        if not self.spec.check:
+            self.results = verdict.unchecked(self.store, "checkers skipped (--no-check)", findings)
+        else:
+            try:
+                self.results = verdict.check_store(self.store, findings=findings)
+            except Exception as e:  # a checker crash is an unknown verdict, not a pass
+                self.results = verdict.unchecked(self.store, f"checker failed: {type(e).__name__}: {e}", findings)
+        self.progress.message("verdict: " + verdict.summary(self.results))
+        sc = self.results.get("scenario") or {}
+        if sc.get("expected") is not None:
+            self.progress.message(f"expected {sc['expected']}: {'met' if sc['as_expected'] else 'NOT met'}")
         self._report()
         self.progress.message(f"store {self.store}")
-        return verdict.exit_code(results)
+        return verdict.exit_code(self.results) if self.spec.check else 2
 
     def _report(self) -> None:
         """report.html when reports/ is there; never changes the verdict."""
@@ -181,17 +252,22 @@ class Run:
     # ------------------------------------------------------------------
     def _run_cluster(self, cluster) -> None:
         spec, progress = self.spec, self.progress
-        progress.message(f"creating {spec.backend} cluster {self.run_id}: ctl + {spec.nodes} brokers")
+        roles = ", ".join(self.plan.roles.values())
+        progress.message(f"creating {spec.backend} cluster {self.run_id}: {spec.nodes} nodes"
+                         + (f" + {roles}" if roles else ""))
         cluster.create()
-        cluster.install_code(str(REPO_DIR))
-        db = ReplicaDb(cluster, spec.era, spec.nodes, dict(spec.settings))
-        progress.message(f"starting replicas (era {spec.era})")
-        db.start_all()
-        self.history = HistoryWriter(str(self.store / "history.jsonl"))
-        test = json.loads((self.store / "test.json").read_text())
-        write_json(self.store / "test.json", {**test, "t0_wall": self.history.t0_wall})
+        self.cluster = cluster
+        shape = RunShape(nodes=spec.nodes, keys=spec.keys, replication_factor=spec.replication_factor,
+                         settings=dict(spec.settings))
+        self.db = self.system.make_db(cluster, self.plan, shape, spec.options())
+        variant = f" ({self.system.variant_option} {spec.variant})" if spec.variant else ""
+        progress.message(f"starting {self.system.name}{variant}")
+        self.db.setup()
+        self.history = HistoryWriter(str(self.store / run_store.HISTORY))
+        test = run_store.read_json(self.store / run_store.TEST) or {}
+        run_store.write_json(self.store / run_store.TEST, {**test, "t0_wall": self.history.t0_wall})
         result: dict = {}
-        thread = threading.Thread(target=self._client_thread, args=(cluster, db, result), name="clients")
+        thread = threading.Thread(target=self._client_thread, args=(cluster, result), name="clients")
         thread.start()
         try:
             while thread.is_alive():
@@ -203,17 +279,21 @@ class Run:
             raise
         if "error" in result:
             raise RunError(result["error"].removeprefix("RuntimeError: "))
-        progress.message("stopping replicas, collecting logs and dumps")
-        db.stop_all()
-        db.collect(self.store, result.get("dumps", {}))
+        progress.message(f"stopping {self.system.name}, collecting logs and dumps")
+        self.db.teardown()
+        for node in self.db.hosts:
+            self.db.collect(node, run_store.node_dir(self.store, node))
+        for node, dump in result.get("dumps", {}).items():
+            run_store.write_dump(self.store, node, dump)
+        result["findings"] = self.program.findings(self._ctx, self.step_error)
         self.outcome = result
 
-    def _client_thread(self, cluster, db, result: dict) -> None:
+    def _client_thread(self, cluster, result: dict) -> None:
         try:
             cluster.enter_client_network()
             self.loop = asyncio.new_event_loop()
             self.loop.set_exception_handler(self._loop_exception)
-            self.main_task = self.loop.create_task(self._drive(cluster, db, result))
+            self.main_task = self.loop.create_task(self._drive(result))
             self.loop.run_until_complete(self.main_task)
         except asyncio.CancelledError:
             result["error"] = "cancelled"
@@ -225,82 +305,76 @@ class Run:
                 self.loop.close()
 
     def _loop_exception(self, loop, context: dict) -> None:
-        """Stray task errors of the client library go to harness.log only."""
+        """Stray task errors of a client library go to harness.log only."""
         exc = context.get("exception")
         text = f"{type(exc).__name__}: {exc}" if exc else context.get("message", "")
         self.progress.message_to_log(f"asyncio: {text}")
 
-    async def _drive(self, cluster, db: ReplicaDb, result: dict) -> None:
-        from nemesis import faults as nf
-        from nemesis.schedule import Schedule
-        from workloads.log import LogWorkload, Sampler, WorkloadConfig, collect_dumps
+    async def _drive(self, result: dict) -> None:
+        from nemesis.fault import FaultEnv
+        from nemesis.nemesis import Nemesis
 
-        spec, progress, history = self.spec, self.progress, self.history
-        topic_config = {k: v for k, v in spec.settings.items() if k in ("min.insync.replicas", "unclean.leader.election.enable")}
-        cfg = WorkloadConfig(keys=spec.keys, concurrency=spec.concurrency, rate=spec.rate,
-                             send_fraction=spec.send_fraction, acks=spec.acks,
-                             replication_factor=spec.replication_factor, topic_config=topic_config,
-                             seed=spec.seed)
-        bootstrap = db.bootstrap() + [db.address(CONTROLLER)]
-        wl = LogWorkload(cfg, bootstrap, history, log=progress.message)
-        progress.message(f"creating topic log ({spec.keys} partitions, rf {spec.replication_factor})")
-        await wl.setup(dead=lambda: self._dead_replica(db))
-        brokers = {n: db.broker_id(n) for n in db.brokers}
-        sampler = Sampler(str(self.store / "samples.jsonl"), brokers, bootstrap, history)
-        network = nf.Network(cluster.remotes)
-        schedule = Schedule(nf.build(spec.nemesis, db, network, spec.nemesis_interval), spec.seed, spec.nemesis_interval, history,
-                            leader=wl.leader_node, log=progress.message)
-        progress.message(f"workload: {spec.time_limit:g}s, {spec.concurrency} clients, "
-                         f"{spec.rate:g} ops/s, nemesis {','.join(spec.nemesis) or 'none'} (seed {spec.seed})")
-        sampler_task = asyncio.create_task(sampler.run())
-        start = time.monotonic()
-        deadline = start + spec.time_limit
-        progress.start_run(spec.time_limit)
-
-        async def ticker():
-            while True:
-                progress.update(time.monotonic() - start, history.counts)
-                await asyncio.sleep(1)
-
-        tick = asyncio.create_task(ticker())
+        spec, progress, history, db, program = self.spec, self.progress, self.history, self.db, self.program
+        workload = registry.workload(spec.workload).make(spec, db, history, progress.message)
+        nemesis = Nemesis(FaultEnv(db, self.cluster.remotes, self.plan, spec.nemesis_interval, progress.message),
+                          history, spec.seed, log=progress.message)
+        ctx = self._ctx = RunContext(spec=spec, system=self.system, db=db, plan=self.plan, history=history,
+                                     nemesis=nemesis, workload=workload, store=self.store, log=progress.message)
+        progress.message(f"creating the log ({spec.keys} keys, replication factor {spec.replication_factor})")
+        await workload.setup()
+        program.prepare(ctx)
+        inspector = db.inspector if self.system.has(INSPECT) else None
+        time_limit = spec.time_limit if program.clients else 0
+        if program.clients:
+            progress.message(f"workload: {spec.time_limit:g}s, {spec.concurrency} clients, {spec.rate:g} ops/s, "
+                             f"nemesis {','.join(program.faults) or 'none'} (seed {spec.seed})")
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(wl.run(deadline))
-                tg.create_task(schedule.run(deadline))
+                watchers = [tg.create_task(c) for c in program.background(ctx)]
+                if inspector is not None:
+                    sampler = Sampler(str(self.store / run_store.SAMPLES), inspector, self.plan.nodes, history,
+                                      period=program.sample_period)
+                    watchers.append(tg.create_task(sampler.run()))
+                if time_limit:
+                    watchers.append(tg.create_task(self._ticker(time.monotonic(), time_limit)))
+                try:
+                    await self._main(ctx, time.monotonic() + time_limit)
+                    if self.step_error is None:
+                        progress.message("final phase: healing every fault, restarting every node")
+                        await nemesis.final()
+                        final = await workload.final_reads(spec.recovery_timeout)
+                        result["final"] = ctx.final = final
+                        progress.message(f"final reads: {final}")
+                finally:
+                    for w in watchers:
+                        w.cancel()
+                    await workload.close()
+            if self.system.has(DUMP) and inspector is not None:
+                dumps = await asyncio.gather(*(inspector.dump(n) for n in self.plan.nodes))
+                result["dumps"] = {n: d for n, d in zip(self.plan.nodes, dumps) if d is not None}
         finally:
-            tick.cancel()
-            progress.end_run()
-        progress.message("final phase: healing every fault")
-        healed = await asyncio.to_thread(self._heal_all, db, network)
-        history.nemesis("final", healed)
-        final = await wl.final_reads(spec.recovery_timeout)
-        progress.message(f"final reads: {final}")
-        sampler_task.cancel()
-        await asyncio.gather(sampler_task, return_exceptions=True)
-        result["dumps"] = await collect_dumps(bootstrap, brokers)
-        result["final"] = final
-        result["samples"] = sampler.count
+            if inspector is not None:
+                await inspector.close()
 
-    def _dead_replica(self, db: ReplicaDb) -> str | None:
-        for node in [CONTROLLER, *db.brokers]:
-            if not db.running(node):
-                tail = _last_line(db.cluster.remotes[node].run(["tail", "-n", "5", db.log_path(node)], check=False).stdout)
-                return f"the replica on {node} exited at startup: {tail}"
-        return None
+    async def _main(self, ctx: RunContext, deadline: float) -> None:
+        """The clients (random runs) and the step stream, side by side."""
+        if self.program.clients:
+            self.progress.start_run(self.spec.time_limit)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                if self.program.clients:
+                    tg.create_task(ctx.workload.run(deadline))
+                tg.create_task(run_steps(self.program.steps(ctx, deadline), ctx, self.program.describe))
+        except* StepError as eg:
+            self.step_error = str(eg.exceptions[0])
+        finally:
+            self.progress.end_run()
+        if self.step_error is not None:
+            if not self.program.scripted:
+                raise RunError(f"nemesis: {self.step_error}")
+            self.progress.message(f"steps stopped: {self.step_error}")
 
-    @staticmethod
-    def _heal_all(db: ReplicaDb, network) -> dict:
-        network.heal()
-        restarted = []
-        for n in db.brokers + [CONTROLLER]:
-            db.resume(n)
-            if not db.running(n):
-                db.start(n)
-                restarted.append(n)
-        return {"healed": True, "restarted": restarted}
-
-
-def _last_line(text: str) -> str:
-    """Last non-empty line of a log tail, for one-line errors."""
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
-    return lines[-1][:300] if lines else "(empty log)"
+    async def _ticker(self, start: float, total: float) -> None:
+        while True:
+            self.progress.update(time.monotonic() - start, self.history.counts)
+            await asyncio.sleep(1)

@@ -1,5 +1,10 @@
 """The test spec: CLI flags and/or a YAML file, validated with pydantic. The
-resolved spec (every default filled in, the seed chosen) goes to test.json."""
+resolved spec (every default filled in, the seed chosen) goes to test.json.
+
+The spec names the system under test (`system`, registered in
+`replog.systems`) and carries its options (`system_options`, validated by the
+system's own model: the replica's `era`). `era: hw` at the top level is
+accepted as short for `system_options: {era: hw}`."""
 from __future__ import annotations
 
 import ipaddress
@@ -10,10 +15,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-ERAS = ("hw", "kip101", "epoch")
-FAULTS = ("kill", "pause", "partition")
-BACKENDS = ("netns", "docker", "ssh")
-
 
 class SpecError(ValueError):
     """Bad spec input; the message is one line naming the problem and the fix."""
@@ -22,14 +23,16 @@ class SpecError(ValueError):
 class TestSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(None, description="test name (store/<name>/...); default log-<era>")
-    era: Literal["hw", "kip101", "epoch"] = "epoch"
-    backend: Literal["netns", "docker", "ssh"] = "netns"
-    nodes: int = Field(3, ge=1, le=5, description="broker hosts n1..nN")
+    name: str | None = Field(None, description="test name (store/<name>/...); default <workload>-<variant>")
+    system: str = Field("replica", description="the system under test (replog.systems)")
+    system_options: dict[str, Any] = Field(default_factory=dict, description="the system's options (era, ...)")
+    workload: str = Field("log", description="the workload (replog.workloads)")
+    backend: str = Field("netns", description="cluster backend (replog.backends): netns, docker, ssh")
+    nodes: int = Field(3, ge=1, le=5, description="data nodes n1..nN")
     subnet: str = "10.210.0.0/24"
     time_limit: float = Field(60.0, gt=0, description="seconds of workload (before the final phase)")
     seed: int | None = None
-    nemesis: list[Literal["kill", "pause", "partition"]] = Field(default_factory=list)
+    nemesis: list[str] = Field(default_factory=list, description="faults (replog.faults)")
     nemesis_interval: float = Field(10.0, gt=0, description="seconds between fault start and stop")
     keys: int = Field(3, ge=1, le=64, description="partitions of the topic = history keys")
     concurrency: int = Field(10, ge=1, le=200, description="client processes")
@@ -37,11 +40,22 @@ class TestSpec(BaseModel):
     send_fraction: float = Field(0.5, ge=0, le=1)
     acks: Literal["0", "1", "all"] = "all"
     replication_factor: int | None = Field(None, ge=1, le=5)
-    settings: dict[str, Any] = Field(default_factory=dict, description="replica settings (Kafka names)")
+    settings: dict[str, Any] = Field(default_factory=dict, description="the system's settings (its own names)")
     recovery_timeout: float = Field(60.0, gt=0, description="final phase: wait for leaders and full ISRs")
     store_root: str = "store"
     check: bool = True
     backend_options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _era_shorthand(cls, data):
+        """`era: hw` is short for `system_options: {era: hw}` (the replica's option)."""
+        if isinstance(data, dict) and "era" in data:
+            data = dict(data)
+            era = data.pop("era")
+            if era is not None:
+                data["system_options"] = {**(data.get("system_options") or {}), "era": era}
+        return data
 
     @field_validator("nemesis", mode="before")
     @classmethod
@@ -49,6 +63,26 @@ class TestSpec(BaseModel):
         if isinstance(v, str):
             v = [x.strip() for x in v.split(",") if x.strip() and x.strip() != "none"]
         return v
+
+    @field_validator("system")
+    @classmethod
+    def _known_system(cls, v):
+        return _registered("system", v)
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v):
+        return _registered("backend", v)
+
+    @field_validator("workload")
+    @classmethod
+    def _known_workload(cls, v):
+        return _registered("workload", v)
+
+    @field_validator("nemesis")
+    @classmethod
+    def _known_faults(cls, v):
+        return [_registered("fault", name) for name in v]
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -66,22 +100,62 @@ class TestSpec(BaseModel):
 
     @model_validator(mode="after")
     def _resolve(self):
+        from harness import registry
+
+        system = registry.system(self.system)
+        try:
+            self.system_options = system.parse_options(self.system_options).model_dump()
+        except ValidationError as e:
+            raise ValueError(f"system_options: {_one_line(e)}") from None
+        for name in self.nemesis:
+            try:
+                system.require_fault(name)
+            except RuntimeError as e:
+                raise ValueError(f"nemesis: {e}") from None
         if self.name is None:
-            self.name = f"log-{self.era}"
+            self.name = f"{self.workload}-{self.variant or self.system}"
         if self.seed is None:
             self.seed = random.SystemRandom().randrange(1, 2**31)
         if self.replication_factor is None:
             self.replication_factor = min(3, self.nodes)
         if self.replication_factor > self.nodes:
             raise ValueError(f"replication_factor {self.replication_factor} > nodes {self.nodes}")
-        self.settings.setdefault("min.insync.replicas", min(2, self.replication_factor))
+        for k, v in system.default_settings(self.replication_factor).items():
+            self.settings.setdefault(k, v)
         return self
+
+    @property
+    def variant(self) -> str | None:
+        """The system's variant option (the replica's era), if it has one."""
+        from harness import registry
+
+        opt = registry.system(self.system).variant_option
+        return None if opt is None else self.system_options.get(opt)
+
+    def system_def(self):
+        from harness import registry
+
+        return registry.system(self.system)
+
+    def options(self):
+        return self.system_def().parse_options(self.system_options)
+
+
+def _registered(kind: str, name: str) -> str:
+    from harness import registry
+
+    try:
+        registry.load({"system": registry.SYSTEMS, "backend": registry.BACKENDS, "workload": registry.WORKLOADS,
+                       "fault": registry.FAULTS}[kind], name)
+    except registry.RegistryError as e:
+        raise ValueError(str(e).split("; a new one")[0]) from None
+    return name
 
 
 def _one_line(e: ValidationError) -> str:
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err["loc"]) or "spec"
-    msg = err["msg"]
+    msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "literal_error":
         msg = f"got {err.get('input')!r}; {msg.lower()}"
     elif err["type"] == "extra_forbidden":

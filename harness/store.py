@@ -1,13 +1,31 @@
 """The store: one directory per run, `store/<test>/<YYYYmmddTHHMMSS>/`, with
-`latest` links per test and for the whole store (docs/interfaces.md)."""
+`latest` links per test and for the whole store (docs/interfaces.md).
+
+This module owns the layout (file names below), the readers of what a run
+leaves (history, dumps, samples, results), atomic writes, and the one writer
+of results.json (`write_results`, called by harness.verdict only).
+"""
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
+from typing import Iterator
 
-STORE_MARKERS = ("test.json", "history.jsonl")
+REPO_DIR = Path(__file__).resolve().parent.parent
+
+TEST = "test.json"
+HISTORY = "history.jsonl"
+HARNESS_LOG = "harness.log"
+SAMPLES = "samples.jsonl"
+RESULTS = "results.json"
+SCENARIO = "scenario.json"
+LEGACY_SCENARIO_RESULTS = "scenario-results.json"  # stores written before results.json kept the scenario part
+NODES = "nodes"
+DUMP = "dump.json"
+DATA_NODE = re.compile(r"n\d+\Z")
 
 
 class StoreError(ValueError):
@@ -25,7 +43,7 @@ def create_run_dir(root: str | os.PathLike, test_name: str, when: float | None =
             path.mkdir()
         except FileExistsError:
             continue
-        (path / "nodes").mkdir()
+        (path / NODES).mkdir()
         return path
     raise StoreError(f"cannot create a run directory under {test_dir}")
 
@@ -54,12 +72,101 @@ def validate_store(path: str | os.PathLike) -> Path:
     if not p.is_dir():
         raise StoreError(f"{path}: not a directory; pass a run directory such as store/latest")
     p = p.resolve()
-    if not (p / "history.jsonl").is_file():
-        raise StoreError(f"{path}: not a store (no history.jsonl); pass a run directory such as store/latest")
+    if not (p / HISTORY).is_file():
+        raise StoreError(f"{path}: not a store (no {HISTORY}); pass a run directory such as store/latest")
     return p
 
 
-def write_json(path: Path, data) -> None:
+def node_dir(store: str | os.PathLike, node: str) -> Path:
+    return Path(store) / NODES / node
+
+
+# -- writing -----------------------------------------------------------------
+def write_json(path: Path, data, indent: int | None = 2, sort_keys: bool = False) -> None:
+    """Write a JSON file atomically (a reader never sees half a file)."""
+    path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=indent, sort_keys=sort_keys, default=str)
+        handle.write("\n")
     os.replace(tmp, path)
+
+
+def write_dump(store: str | os.PathLike, node: str, dump: dict) -> None:
+    d = node_dir(store, node)
+    d.mkdir(parents=True, exist_ok=True)
+    write_json(d / DUMP, dump, indent=None)
+
+
+def write_results(store: str | os.PathLike, results: dict) -> None:
+    """results.json: the only writer (harness.verdict decides what goes in)."""
+    write_json(Path(store) / RESULTS, results, sort_keys=True)
+
+
+# -- reading -----------------------------------------------------------------
+def read_json(path: str | os.PathLike):
+    """A JSON document, or None if the file is missing or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
+    """Lines of a JSONL file that parse (a torn last line of a killed run is skipped)."""
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError:
+        return
+    with handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                yield row
+
+
+def read_samples(store: str | os.PathLike) -> list[dict]:
+    return list(iter_jsonl(Path(store) / SAMPLES))
+
+
+def read_history(store: str | os.PathLike) -> list[dict]:
+    """The store's history, tolerant (the checkers' strict reader is checkers.history)."""
+    return list(iter_jsonl(Path(store) / HISTORY))
+
+
+def read_dumps(store: str | os.PathLike) -> tuple[dict[str, dict], list[str]]:
+    """-> (node -> dump, data nodes whose dump is missing or unreadable)."""
+    nodes = Path(store) / NODES
+    dumps, missing = {}, []
+    if not nodes.is_dir():
+        return dumps, missing
+    for d in sorted(p for p in nodes.iterdir() if p.is_dir()):
+        f = d / DUMP
+        if not f.exists():
+            if DATA_NODE.match(d.name):
+                missing.append(d.name)
+            continue
+        dump = read_json(f)
+        if isinstance(dump, dict):
+            dumps[d.name] = dump
+        else:
+            missing.append(d.name)
+    return dumps, missing
+
+
+def read_results(store: str | os.PathLike) -> dict | None:
+    results = read_json(Path(store) / RESULTS)
+    return results if isinstance(results, dict) else None
+
+
+def read_scenario_section(store: str | os.PathLike) -> dict | None:
+    """The scenario part of the results (results.json, or an old store's scenario-results.json)."""
+    for name in (RESULTS, LEGACY_SCENARIO_RESULTS):
+        doc = read_json(Path(store) / name)
+        if isinstance(doc, dict) and isinstance(doc.get("scenario"), dict):
+            return doc["scenario"]
+    return None

@@ -148,7 +148,7 @@ class Inspector(Protocol):
     """Looks inside the system, for sampling, scenario conditions and checkers.
     Each method belongs to one capability (INSPECT, DUMP, CHECKPOINTS, EVENTS)."""
 
-    async def state(self, node: str) -> dict[int, ReplicaState] | None:
+    async def state(self, node: str, timeout: float = 0.5) -> dict[int, ReplicaState] | None:
         """INSPECT: the node's replicas by key; None if it does not answer."""
 
     async def dump(self, node: str) -> dict | None:
@@ -251,6 +251,13 @@ class System:
     code: tuple[str, ...] = ()                        # folders (repo-relative) installed on the hosts
     check_settings: Callable[[dict, SystemOptions], None] | None = None  # ValueError, one line
     setting_value: Callable[[str, dict, SystemOptions], float] | None = None  # effective value of a setting
+    variant_option: str | None = None                 # the option scenarios expect verdicts per (era)
+    variants: tuple[str, ...] = ()                    # its values
+    default_settings: Callable[[int], dict] = lambda replication_factor: {}  # settings a spec gets unless set
+
+    def variant_options(self, variant: str | None) -> dict:
+        """system_options that select a variant."""
+        return {} if variant is None or self.variant_option is None else {self.variant_option: variant}
 
     def host_plan(self, nodes: int, options: SystemOptions | None = None) -> HostPlan:
         return HostPlan(data_nodes(nodes), dict(self.roles))
@@ -273,7 +280,7 @@ class System:
 def require(db: DB, capability: str, needed_for: str = ""):
     """The capability object of a set-up system, or Unsupported."""
     db.system.require(capability, needed_for)
-    obj = {PROCESS: db.process, PAUSE: db.pausable}.get(capability, db.inspector)
+    obj = getattr(db, {PROCESS: "process", PAUSE: "pausable"}.get(capability, "inspector"), None)
     if obj is None:
         raise Unsupported(db.system.name, capability, needed_for)
     return obj

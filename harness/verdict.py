@@ -1,12 +1,13 @@
-"""Checking a store and turning results into exit codes (0 valid, 1 invalid,
-2 unknown or error). The checkers live in checkers/; until they are
-importable we say "unknown" rather than invent a verdict."""
+"""From checkers to results.json and exit codes (0 valid, 1 invalid, 2
+unknown or error). The one place that decides what results.json says: the
+checkers' results, judged by the run's program when it has findings (a
+scenario's verdict, kept across a later `harness check`), written once by
+harness.store.write_results."""
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
-from harness.store import write_json
+from harness import store as run_store
 
 
 def exit_code(results: dict | None) -> int:
@@ -14,15 +15,46 @@ def exit_code(results: dict | None) -> int:
     return 0 if valid is True else 1 if valid is False else 2
 
 
-def check_store(store_dir: Path, engine: str = "local", master: str | None = None) -> dict:
-    try:
-        mod = importlib.import_module("checkers.store")
-        check = mod.check_store
-    except (ImportError, AttributeError) as e:
-        results = {"valid": "unknown", "error": f"checker not available: checkers.store.check_store ({e})"}
-        write_json(store_dir / "results.json", results)
-        return results
-    return check(str(store_dir), engine=engine, master=master)
+def _judged(store_dir, checked: dict, findings: dict | None) -> dict:
+    """A scenario store keeps its scenario verdict: its findings are re-judged."""
+    section = findings if findings is not None else run_store.read_scenario_section(store_dir)
+    if section is None:
+        return checked
+    from nemesis.scenarios.results import judge
+
+    return judge(checked, section)
+
+
+def check_store(store_dir: Path, engine: str = "local", master: str | None = None,
+                findings: dict | None = None) -> dict:
+    """Run the checkers on a store, judge, write results.json; -> the results."""
+    from checkers import store as checkers_store
+
+    checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
+    results = _judged(store_dir, checked, findings)
+    run_store.write_results(store_dir, results)
+    return results
+
+
+def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: bool = False) -> dict[str, dict]:
+    """Many stores in one Spark job (checkers.store.check_campaign); writes each results.json."""
+    from checkers.store import check_campaign
+
+    out = {}
+    for store_dir, checked in check_campaign(store_dirs, master=master, skip_bad=skip_bad).items():
+        if not Path(store_dir).is_dir():
+            out[store_dir] = checked
+            continue
+        out[store_dir] = _judged(store_dir, checked, None)
+        run_store.write_results(store_dir, out[store_dir])
+    return out
+
+
+def unchecked(store_dir: Path, reason: str, findings: dict | None = None) -> dict:
+    """results.json of a run whose checkers did not run (--no-check)."""
+    results = _judged(store_dir, {"valid": "unknown", "error": reason}, findings)
+    run_store.write_results(store_dir, results)
+    return results
 
 
 def summary(results: dict) -> str:

@@ -86,9 +86,7 @@ def parse_nodes(arg: Any, step: str) -> NodesRequest:
 
 
 class Fault(Protocol):
-    """One fault kind on one run's cluster. `start`/`stop` block (they run in a thread)."""
-
-    kind: "FaultKind"
+    """One fault kind on one run's cluster. Its methods block (they run in a thread)."""
 
     def choose(self, rng: random.Random, view: View) -> Target:
         """The random schedule's target."""
@@ -99,6 +97,10 @@ class Fault(Protocol):
     def stop(self, target: Target | None, rng: random.Random, record: Callable[[str, Any], None]) -> None:
         """Undo it on target's nodes (None: everything this fault did), writing
         its stop op(s) with record(f, value)."""
+
+    def heal(self) -> None:
+        """The final phase: undo everything at once, record nothing (the runner
+        then resumes and restarts every process and writes the `final` op)."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,9 @@ class Kill:
                 self.victims.remove(n)
         record(KILL.stop, list(target.nodes))
 
+    def heal(self):
+        self.victims = []  # the final phase restarts every process that is down
+
 
 KILL = FaultKind(name="kill", start="kill", stop="start", stop_step="restart", colour="#d62728",
                  needs=(PROCESS,), make=Kill,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import networkx as nx
 
+from harness.cluster.base import NEMESIS_CHAIN as CHAIN
 from nemesis import grudges
-
-CHAIN = "REPLOG-NEMESIS"
 
 
 class Network:

@@ -118,6 +118,9 @@ class Partition:
         self.network.heal()
         record(PARTITION.stop, None)
 
+    def heal(self):
+        self.network.heal()
+
 
 PARTITION = FaultKind(name="partition", start="partition", stop="heal", colour="#1f77b4", make=Partition,
                       parse_start=parse_start, parse_stop=parse_stop,

@@ -26,6 +26,11 @@ class Pause:
         self.victims = [n for n in self.victims if n not in nodes]
         record(PAUSE_FAULT.stop, nodes)
 
+    def heal(self):
+        for n in self.victims:
+            self.pausable.resume(n)
+        self.victims = []
+
 
 PAUSE_FAULT = FaultKind(name="pause", start="pause", stop="resume", colour="#9467bd",
                         needs=(PAUSE,), make=Pause,

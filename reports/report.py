@@ -87,7 +87,7 @@ def test_summary(test: dict, store_dir: Path, scenario: str | None = None) -> di
     if not nemesis and scenario:
         nemesis = f"scenario {scenario}"
     return {"name": str(pick("name", "test", "scenario") or store_dir.parent.name),
-            "era": str(pick("era", "generation") or "?"),
+            "era": str(pick("era", "variant", "generation") or "?"),
             "nemesis": str(nemesis or "none"),
             "start": str(pick("start_time", "start") or store_dir.name)}
 

@@ -1,30 +1,27 @@
-"""The `log` workload, after Jepsen's Kafka workload.
+"""The `log` workload, after Jepsen's Kafka workload, over any system's
+`harness.sut.LogClient`.
 
-K keys (= partitions of topic `log`), C client processes, a send/poll mix at
-a target rate. Every op is an invoke and a completion in the history:
-`ok`; `fail` only when the write definitely did not happen (DefiniteError);
-`info` when it may have (IndefiniteError, timeouts, anything unexpected). A
-process that got `info` is never reused: the client continues as a new
-process number (Jepsen's rule). Sends carry unique integers.
+K keys, C client processes, a send/poll mix at a target rate. Every op is an
+invoke and a completion in the history: `ok`; `fail` only when the write
+definitely did not happen (DefiniteError); `info` when it may have
+(IndefiniteError, timeouts, anything unexpected). A process that got `info`
+is never reused: the client continues as a new process number (Jepsen's
+rule). Sends carry unique integers.
 
-The final phase (after the nemesis healed everything) waits until every
-partition has a leader and a full ISR, then polls every key to its end.
+Scripted writes (scenario `write` steps) go through `write()`, the same
+send and the same history records. The final phase (after the nemesis healed
+everything) waits until every key has a leader and a full set of in-sync
+replicas, then polls every key to its end.
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import random
 import time
 from dataclasses import dataclass, field
 
-TOPIC = "log"
-
-
-def _client_mod():
-    import replica.client as rc  # noqa: PLC0415 - built in parallel; imported when used
-    return rc
+from harness.sut import ClientError, DefiniteError
 
 
 @dataclass
@@ -35,76 +32,74 @@ class WorkloadConfig:
     send_fraction: float = 0.5
     acks: str = "all"
     replication_factor: int = 3
-    topic_config: dict = field(default_factory=dict)
+    topic_config: dict = field(default_factory=dict)  # the system's settings; its client picks what it needs
     request_timeout: float = 5.0
     seed: int = 0
 
 
-def _acks(a: str):
-    return a if a == "all" else int(a)
-
-
 def _err(e: BaseException) -> str:
+    if isinstance(e, ClientError):
+        return str(e)[:200]
     return (type(e).__name__ + (f": {e}" if str(e) else ""))[:200]
 
 
+class WriteFailed(RuntimeError):
+    """A scripted write that had to be acknowledged was not; one line."""
+
+
 class LogWorkload:
-    def __init__(self, cfg: WorkloadConfig, bootstrap: list[tuple[str, int]], history, log=lambda m: None):
+    def __init__(self, cfg: WorkloadConfig, db, history, log=lambda m: None):
         self.cfg = cfg
-        self.bootstrap = bootstrap
+        self.db = db
         self.history = history
         self.log = log
         self.rng = random.Random(cfg.seed)
         self._values = itertools.count(1)
         self._next_process = cfg.concurrency  # 0..C-1 are the first processes
-        self.rc = _client_mod()
+        self.writes: list[dict] = []  # scripted writes, for the scenario's findings
+        self._writer = None
+        self._writer_process = None
 
     def client(self):
-        return self.rc.Client(bootstrap=self.bootstrap, request_timeout=self.cfg.request_timeout)
+        return self.db.client(self.cfg.request_timeout)
 
-    def _new_process(self) -> int:
+    def new_process(self) -> int:
         p = self._next_process
         self._next_process += 1
         return p
 
     # -- setup -------------------------------------------------------------
-    async def setup(self, timeout: float = 60.0, dead=lambda: None) -> None:
-        """Create the topic (retrying until the controller and brokers are up)
-        and wait for every partition to have a leader. `dead()` names a
-        replica process that exited (then there is no point in waiting)."""
+    async def setup(self, timeout: float = 60.0) -> None:
+        """Create the log (retrying until the system is up) and wait for every
+        key to have a leader. A process that exited makes this fail at once."""
         client = self.client()
         deadline = time.monotonic() + timeout
         try:
             last = None
             while True:
-                problem = dead()
+                problem = await asyncio.to_thread(self.db.startup_problem)
                 if problem:
                     raise RuntimeError(problem)
                 try:
-                    await client.create_topic(TOPIC, partitions=self.cfg.keys,
-                                              replication_factor=self.cfg.replication_factor,
-                                              config=self.cfg.topic_config)
+                    await client.create(self.cfg.keys, self.cfg.replication_factor, self.cfg.topic_config)
                     break
-                except Exception as e:  # not up yet, or already exists after a retry
-                    if "EXISTS" in str(e).upper():
-                        break
+                except Exception as e:  # not up yet
                     last = e
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"could not create topic {TOPIC!r}: {_err(last)}")
+                    raise TimeoutError(f"could not create the log: {_err(last)}")
                 await asyncio.sleep(0.5)
             await self.wait_healthy(client, deadline - time.monotonic(), full_isr=True)
         finally:
             await client.close()
 
     async def wait_healthy(self, client, timeout: float, full_isr: bool) -> bool:
-        """Every partition has a leader (and, if asked, ISR == replicas)."""
+        """Every key has a leader (and, if asked, in-sync replicas == replicas)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
-                meta = await asyncio.wait_for(client.metadata(TOPIC), self.cfg.request_timeout)
+                meta = await asyncio.wait_for(client.metadata(), self.cfg.request_timeout)
                 if len(meta) >= self.cfg.keys and all(
-                        m.get("leader") is not None
-                        and (not full_isr or set(m.get("isr", [])) >= set(m.get("replicas", [])))
+                        m.leader is not None and (not full_isr or set(m.isr) >= set(m.replicas))
                         for m in meta.values()):
                     return True
             except Exception:
@@ -114,12 +109,12 @@ class LogWorkload:
             await asyncio.sleep(0.25)
 
     async def leader_node(self) -> str | None:
-        """The host of a random partition's leader (for leader-targeted faults)."""
+        """The leader of a random key (for leader-targeted faults)."""
         client = self.client()
         try:
-            meta = await client.metadata(TOPIC)
-            leaders = [m["leader"] for _, m in sorted(meta.items()) if m.get("leader") is not None]
-            return f"n{self.rng.choice(leaders)}" if leaders else None
+            meta = await client.metadata()
+            leaders = [m.leader for _, m in sorted(meta.items()) if m.leader is not None]
+            return self.rng.choice(leaders) if leaders else None
         finally:
             await client.close()
 
@@ -140,32 +135,34 @@ class LogWorkload:
                 if time.monotonic() >= deadline:
                     return
                 if rng.random() < self.cfg.send_fraction:
-                    ok = await self._send(client, process, rng.randrange(self.cfg.keys))
+                    outcome = await self.send(client, process, rng.randrange(self.cfg.keys), self.cfg.acks)
+                    ok = outcome["type"] != "info"
                 else:
                     ok = await self._poll(client, process, rng, positions)
                 if not ok:  # info: this process is done; continue as a new one
-                    await _close(client)
-                    process, client, positions = self._new_process(), self.client(), {}
+                    await client.close()
+                    process, client, positions = self.new_process(), self.client(), {}
         finally:
-            await _close(client)
+            await client.close()
 
-    async def _send(self, client, process: int, key: int) -> bool:
+    async def send(self, client, process: int, key: int, acks: str) -> dict:
+        """One send of a fresh value; -> {type, key, value, invoke, complete, offset | error}."""
         value = next(self._values)
         op = self.history.invoke(process, "send", [key, value])
+        out = {"key": key, "value": value, "acks": acks, "invoke": op["index"]}
         try:
-            offset = await asyncio.wait_for(client.produce(TOPIC, key, value, acks=_acks(self.cfg.acks)),
-                                            self.cfg.request_timeout + 2)
-        except self.rc.DefiniteError as e:
-            self.history.complete(op, "fail", [key, value], error=_err(e))
-            return True
+            offset = await asyncio.wait_for(client.send(key, value, acks=acks), self.cfg.request_timeout + 2)
+        except DefiniteError as e:
+            done = self.history.complete(op, "fail", [key, value], error=_err(e))
+            return {**out, "type": "fail", "error": _err(e), "complete": done["index"]}
         except asyncio.CancelledError:
             self.history.complete(op, "info", [key, value], error="cancelled")
             raise
         except Exception as e:  # IndefiniteError, timeouts, anything else: unknown
-            self.history.complete(op, "info", [key, value], error=_err(e))
-            return False
-        self.history.complete(op, "ok", [key, [offset, value]])
-        return True
+            done = self.history.complete(op, "info", [key, value], error=_err(e))
+            return {**out, "type": "info", "error": _err(e), "complete": done["index"]}
+        done = self.history.complete(op, "ok", [key, [offset, value]])
+        return {**out, "type": "ok", "offset": offset, "complete": done["index"]}
 
     async def _poll(self, client, process: int, rng: random.Random, positions: dict[int, int]) -> bool:
         keys = sorted(rng.sample(range(self.cfg.keys), min(self.cfg.keys, rng.choice((1, 2)))))
@@ -174,8 +171,8 @@ class LogWorkload:
         new_pos = dict(positions)
         try:
             for key in keys:
-                recs, _hw = await asyncio.wait_for(
-                    client.fetch(TOPIC, key, new_pos.get(key, 0), max_records=200), self.cfg.request_timeout + 2)
+                recs = await asyncio.wait_for(client.poll(key, new_pos.get(key, 0), 200),
+                                              self.cfg.request_timeout + 2)
                 result[str(key)] = [[o, v] for o, v in recs]
                 if recs:
                     new_pos[key] = recs[-1][0] + 1
@@ -194,6 +191,51 @@ class LogWorkload:
         self.history.complete(op, "ok", result)
         return True
 
+    # -- scripted writes -----------------------------------------------------
+    async def write(self, key: int, count: int, acks: str, expect: str = "ok", step: int | None = None) -> list[dict]:
+        """`count` sends to key from the scenario's writer process. With expect
+        "ok", a definite failure is retried twice after a metadata refresh (e.g.
+        a stale leader; every try is in the history) and a send that is still
+        not acknowledged raises WriteFailed."""
+        if self._writer is None:
+            self._writer, self._writer_process = self.client(), self.new_process()
+        await self._refresh_writer()
+        done = []
+        for _ in range(count):
+            done.append(await self._write_one(key, acks, expect, step))
+        return done
+
+    async def _refresh_writer(self) -> None:
+        try:
+            await asyncio.wait_for(self._writer.metadata(), 3.0)
+        except Exception:
+            pass
+
+    async def _write_one(self, key: int, acks: str, expect: str, step: int | None) -> dict:
+        for attempt in range(3):
+            record = await self.send(self._writer, self._writer_process, key, acks)
+            record["step"] = step
+            self.writes.append(record)
+            if record["type"] == "ok":
+                return record
+            if record["type"] == "info":  # indefinite: a new process continues (Jepsen's rule)
+                self._writer_process = self.new_process()
+                break
+            if expect == "ok" and attempt < 2:
+                await asyncio.sleep(0.3)
+                await self._refresh_writer()
+                continue
+            break
+        if expect == "ok":
+            raise WriteFailed(f"send of {record['value']} to key {key} (acks={acks}) was not acknowledged: "
+                              f"{record['type']} {record.get('error', '')}".rstrip())
+        return record
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
+
     # -- final phase -------------------------------------------------------
     async def final_reads(self, recovery_timeout: float) -> dict:
         """Wait for recovery, then read every key from 0 to its end."""
@@ -201,25 +243,23 @@ class LogWorkload:
         try:
             healthy = await self.wait_healthy(client, recovery_timeout, full_isr=True)
             if not healthy:
-                self.log("final: not every partition has a leader and a full ISR; reading anyway")
+                self.log("final: not every key has a leader and full in-sync replicas; reading anyway")
                 await self.wait_healthy(client, recovery_timeout / 2, full_isr=False)
-            process = self._new_process()
+            process = self.new_process()
             complete = True
             for key in range(self.cfg.keys):
-                process, done = await self._read_key(client, process, key, deadline=time.monotonic() + recovery_timeout)
-                complete &= done
+                complete &= await self._read_key(client, process, key, deadline=time.monotonic() + recovery_timeout)
             return {"healthy": healthy, "complete": complete}
         finally:
-            await _close(client)
+            await client.close()
 
-    async def _read_key(self, client, process: int, key: int, deadline: float) -> tuple[int, bool]:
+    async def _read_key(self, client, process: int, key: int, deadline: float) -> bool:
         pos = 0
         while time.monotonic() < deadline:
             op = self.history.invoke(process, "poll", None)
             try:
-                recs, hw = await asyncio.wait_for(client.fetch(TOPIC, key, pos, max_records=1000),
-                                                  self.cfg.request_timeout + 2)
-                end = await asyncio.wait_for(client.list_offsets(TOPIC, key, "latest"), self.cfg.request_timeout)
+                recs = await asyncio.wait_for(client.poll(key, pos, 1000), self.cfg.request_timeout + 2)
+                end = await asyncio.wait_for(client.end_offset(key), self.cfg.request_timeout)
             except Exception as e:
                 self.history.complete(op, "fail", None, error=_err(e))
                 await asyncio.sleep(0.5)
@@ -227,64 +267,23 @@ class LogWorkload:
             self.history.complete(op, "ok", {str(key): [[o, v] for o, v in recs]})
             if recs:
                 pos = recs[-1][0] + 1
-            if not recs and pos >= min(hw, end):
-                return process, True
-        return process, False
+            if not recs and pos >= end:
+                return True
+        return False
 
 
-class Sampler:
-    """Every broker's debug State every `period` s, appended to samples.jsonl."""
-
-    def __init__(self, path: str, brokers: dict[str, int], bootstrap, history, period: float = 0.25):
-        self.path = path
-        self.brokers = brokers  # node -> broker id
-        self.bootstrap = bootstrap
-        self.history = history
-        self.period = period
-        self.count = 0
-
-    async def run(self) -> None:
-        rc = _client_mod()
-        client = rc.Client(bootstrap=self.bootstrap, request_timeout=1.0)
-        try:
-            with open(self.path, "a", encoding="utf-8") as f:
-                while True:
-                    t = time.monotonic()
-                    results = await asyncio.gather(*(self._one(client, n, b) for n, b in self.brokers.items()))
-                    for line in results:
-                        if line:
-                            f.write(line + "\n")
-                            self.count += 1
-                    f.flush()
-                    await asyncio.sleep(max(0.0, self.period - (time.monotonic() - t)))
-        finally:
-            await _close(client)
-
-    async def _one(self, client, node: str, broker_id: int) -> str | None:
-        try:
-            state = await asyncio.wait_for(client.state(broker_id), self.period)
-        except Exception:
-            return None
-        return json.dumps({"time": self.history.now(), "node": node, "state": state}, separators=(",", ":"))
+def make(spec, db, history, log=lambda m: None) -> LogWorkload:
+    cfg = WorkloadConfig(keys=spec.keys, concurrency=spec.concurrency, rate=spec.rate,
+                         send_fraction=spec.send_fraction, acks=spec.acks,
+                         replication_factor=spec.replication_factor, topic_config=dict(spec.settings),
+                         seed=spec.seed)
+    return LogWorkload(cfg, db, history, log=log)
 
 
-async def collect_dumps(bootstrap, brokers: dict[str, int], timeout: float = 10.0) -> dict[str, dict]:
-    rc = _client_mod()
-    client = rc.Client(bootstrap=bootstrap, request_timeout=timeout)
-    out = {}
-    try:
-        for node, bid in brokers.items():
-            try:
-                out[node] = await asyncio.wait_for(client.dump(bid), timeout)
-            except Exception:
-                pass
-    finally:
-        await _close(client)
-    return out
+def _declare():
+    from workloads import Workload
+
+    return Workload("log", "sends of unique integers and polls over K keys (Jepsen's Kafka workload)", make)
 
 
-async def _close(client) -> None:
-    try:
-        await asyncio.wait_for(client.close(), 2.0)
-    except Exception:
-        pass
+WORKLOAD = _declare()

@@ -22,6 +22,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from harness.remote import ClusterError  # noqa: F401 - the backends' error, re-exported
+
 CONTROLLER = "ctl"
 
 
@@ -30,8 +32,7 @@ def broker_names(n: int) -> list[str]:
     return [f"n{i}" for i in range(1, n + 1)]
 
 
-class ClusterError(RuntimeError):
-    """A host could not be created, reached or controlled."""
+NEMESIS_CHAIN = "REPLOG-NEMESIS"  # the iptables chain faults add their rules to (removed with the hosts)
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import paramiko
 
 from harness.cleanup import RunRecord
-from harness.cluster.base import CONTROLLER, ClusterError, HostLayout, broker_names
+from harness.cluster.base import CONTROLLER, NEMESIS_CHAIN, ClusterError, HostLayout, broker_names
 from harness.remote.ssh import SshRemote
 
 
@@ -183,16 +183,34 @@ def kill_and_remove_script(base_dir: str) -> str:
     """Shell: SIGKILL every daemon whose pid file is under base_dir/daemons
     (if it is still the same process), take out the nemesis's iptables chain
     (hosts outlive the run), then remove base_dir."""
-    from nemesis.faults import CHAIN
-    from nemesis.lazyfs.mounts import unmount_script
-    from nemesis.packet import cleanup_script as packet_cleanup
-    q, chain = shlex.quote(base_dir), shlex.quote(CHAIN)
+    q, chain = shlex.quote(base_dir), shlex.quote(NEMESIS_CHAIN)
     return (f"for f in {q}/daemons/*.pid; do [ -f \"$f\" ] || continue; read pid st < \"$f\"; "
             f"s=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f20); "
             f"[ \"$s\" = \"$st\" ] && kill -9 \"$pid\"; done; "
             f"if command -v iptables >/dev/null && iptables -w -n -L {chain} >/dev/null 2>&1; then "
             f"iptables -w -D INPUT -j {chain} 2>/dev/null; iptables -w -F {chain}; "
-            f"iptables -w -X {chain}; fi; {unmount_script(base_dir)}; {packet_cleanup(base_dir + '/work')}; rm -rf {q}; true")
+            f"iptables -w -X {chain}; fi; {_fault_cleanup(base_dir)}rm -rf {q}; true")
+
+
+def _fault_cleanup(base_dir: str) -> str:
+    """Shell of every registered fault that leaves state on a host (FaultKind.host_cleanup:
+    lazyfs mounts, qdiscs), each followed by `; `."""
+    from harness import registry
+
+    parts = []
+    for name in registry.names(registry.FAULTS):
+        try:
+            hook = registry.fault(name).host_cleanup
+        except (registry.RegistryError, AttributeError):
+            continue
+        if hook is not None:
+            parts.append(hook(base_dir) + "; ")
+    return "".join(parts)
+
+
+def release_resources(resources: list[dict]) -> list[str]:
+    """The backend's part of `harness cleanup` (harness.cleanup calls every backend's `release_resources`)."""
+    return release_ssh(resources) if any(r.get("kind") == "ssh-host" for r in resources) else []
 
 
 def release_ssh(resources: list[dict]) -> list[str]:

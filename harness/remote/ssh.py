@@ -28,7 +28,7 @@ from typing import Callable
 
 import paramiko
 
-from harness.cluster.base import ClusterError
+from harness.remote import ClusterError
 
 # Channels open at once on one connection; OpenSSH's default MaxSessions is 10.
 MAX_CHANNELS = 8

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from nemesis.scenarios.script import ERAS, ScenarioError, list_scenarios, load_file, load_scenario
+from nemesis.scenarios.script import ScenarioError, list_scenarios, load_file, load_scenario
 
 
 def _err(msg: str) -> int:
@@ -25,7 +25,7 @@ def describe_library() -> str:
             lines.append(f"{name}: INVALID: {e}")
             continue
         exp = ", ".join(f"{era}={_short(s.expect[era])}" if era in s.expect else f"{era}=not asserted"
-                        for era in ERAS)
+                        for era in s.system_def().variants)
         first = s.description.strip().splitlines()[0] if s.description.strip() else ""
         lines.append(f"{name:<20} {exp}\n{'':<20} {first}")
     return "\n".join(lines)
@@ -48,24 +48,25 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
         return 0
     if bool(name) == bool(file):
         return _err("give a scenario NAME (see `harness scenario --list`) or --file FILE.yaml, not both")
-    if era is None:
-        return _err(f"give the protocol generation: --era {' | '.join(ERAS)}")
-    if era not in ERAS:
-        return _err(f"--era {era!r}: use one of {', '.join(ERAS)}")
     try:
         scenario = load_file(file) if file else load_scenario(name)
     except ScenarioError as e:
         return _err(str(e))
+    variants = scenario.system_def().variants
+    if era is None and variants:
+        return _err(f"give the protocol generation: --era {' | '.join(variants)}")
+    if era is not None and era not in variants:
+        return _err(f"--era {era!r}: use one of {', '.join(variants) or '(none: leave --era out)'}")
     if expect and era not in scenario.expect:
         return _err(f"{scenario.name} declares no verdict for era {era}; run without --expect")
-    from harness.runner import RunError
+    from harness.runner import Run, RunError
     from harness.spec import SpecError
-    from nemesis.scenarios.executor import ScenarioRun, scenario_spec
+    from nemesis.scenarios.program import ScenarioProgram, scenario_spec
 
     try:
         spec = scenario_spec(scenario, era, backend=backend, store_root=store_root, subnet=subnet, check=check,
                              backend_options=backend_options)
-        run = ScenarioRun(spec, scenario)
+        run = Run(spec, ScenarioProgram(scenario, era))
         code = run.execute()
     except (SpecError, RunError, ValueError) as e:
         return _err(str(e).splitlines()[0])

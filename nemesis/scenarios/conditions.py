@@ -11,11 +11,15 @@ as in `roles`, V an integer or another quantity):
     role of X on key K is leader|follower|none                   X is up / X is down
 
 Comparison operators: == (or =, is), !=, >=, <=, >, <, and `reaches` (>=).
-`leader ... is X` holds when the controller names X *and* X's own State says
-it leads in that epoch. ISR, leader and epoch come from the controller's
-metadata; LEO, HW and role from the broker's State; `checkpointed hw` from
-its replication-offset-checkpoint file; `election on key K` means the leader
-epoch grew since the last fault step (or since the wait began).
+`leader ... is X` holds when the authority names X *and* X's own state says
+it leads in that epoch. ISR, leader and epoch come from the system's
+metadata (LogClient.metadata); LEO, HW and role from the node's state
+(Inspector.state: capability `inspect`); `checkpointed hw` from its persisted
+HW (Inspector.checkpoints: `checkpoints`); `X is up` from its process
+(`process`); `election on key K` means the leader epoch grew since the last
+fault step (or since the wait began). `needs()` names the capabilities a
+condition uses, so a script is refused before any host exists when its system
+lacks one.
 """
 from __future__ import annotations
 
@@ -68,6 +72,9 @@ class Condition:
     def clauses(self) -> list[Clause]:
         return [c for alt in self.alternatives for c in alt]
 
+    def needs(self) -> set[str]:
+        return needs(self)
+
     def checkpoint_refs(self) -> list[roles.Ref]:
         """Nodes whose checkpoint file the waiter must read each round."""
         out = []
@@ -78,12 +85,28 @@ class Condition:
         return out
 
 
+def needs(cond: "Condition") -> set[str]:
+    """Capabilities of the system (harness.sut) the condition reads."""
+    out = set()
+    for c in cond.clauses:
+        for q in (c.lhs, c.rhs):
+            if isinstance(q, Quantity) and q.kind in ("leo", "hw", "log_start"):
+                out.add("inspect")
+            elif isinstance(q, Quantity) and q.kind == "checkpoint":
+                out.add("checkpoints")
+        if c.kind in ("role",) or (c.kind == "leader" and c.rhs is not None):
+            out.add("inspect")
+        if c.kind == "up":
+            out.add("process")
+    return out
+
+
 @dataclass
 class Observation:
-    """What the executor saw at one moment. Nodes are host names (n1, ...)."""
+    """What the scenario saw at one moment. Nodes are host names (n1, ...)."""
 
-    metadata: dict[int, dict] | None = None  # controller: {key: {leader, leader_epoch, isr, replicas}}
-    states: dict[str, dict[int, dict]] = field(default_factory=dict)  # node -> key -> State partition
+    metadata: dict[int, dict] | None = None  # authority: {key: KeyMeta.as_json()} (node names)
+    states: dict[str, dict[int, dict]] = field(default_factory=dict)  # node -> key -> ReplicaState.as_json()
     checkpoints: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> key -> checkpointed HW
     up: dict[str, bool] = field(default_factory=dict)  # node -> process running
     epoch_baseline: dict[int, int] = field(default_factory=dict)  # key -> epoch at the last fault step
@@ -136,8 +159,8 @@ def _quantity(text: str, layout, bound) -> Quantity | None:
         if kind is None:
             kind = "log_start" if m.group(1).lower().startswith("log") else "checkpoint"
         node = _ref(m.group(2), layout, bound)
-        if node.kind == "node" and node.name == roles.CONTROLLER:
-            raise ConditionError(f"{text!r}: the controller holds no replica")
+        if node.kind == "node" and node.name in layout.roles.values():
+            raise ConditionError(f"{text!r}: {node.name} holds no replica (a role host)")
         return Quantity(kind, _key(m.group(3), layout), node)
     m = _Q_KEY.match(text)
     if m:
@@ -237,7 +260,7 @@ def _evaluate(c: Clause, obs: Observation) -> tuple[bool, str]:
         return bool(OPS[c.op](left, right)), shown
     if c.kind == "leader":
         leader = None if meta is None else meta.get("leader")
-        now = "unknown (no metadata)" if meta is None else ("none" if leader is None else f"n{leader}")
+        now = "unknown (no metadata)" if meta is None else ("none" if leader is None else leader)
         shown = f"leader of key {c.key} = {now}"
         if meta is None:
             return False, shown
@@ -249,19 +272,19 @@ def _evaluate(c: Clause, obs: Observation) -> tuple[bool, str]:
             except roles.RefError:
                 return False, shown
             acting = obs.states.get(want, {}).get(c.key, {})
-            holds = (leader is not None and f"n{leader}" == want and acting.get("role") == "leader"
+            holds = (leader is not None and leader == want and acting.get("role") == "leader"
                      and acting.get("leader_epoch") == meta.get("leader_epoch"))
         return (not holds) if c.negate else holds, shown
     if c.kind in ("isr_full", "isr_has"):
         if meta is None:
             return False, f"isr of key {c.key} = unknown (no metadata)"
         isr = sorted(meta.get("isr") or [])
-        shown = f"isr of key {c.key} = {['n%d' % b for b in isr]}"
+        shown = f"isr of key {c.key} = {isr}"
         if c.kind == "isr_full":
             return set(isr) >= set(meta.get("replicas") or []), shown
         try:
-            member = int(_node(c.node, obs)[1:]) in isr
-        except (roles.RefError, ValueError):
+            member = _node(c.node, obs) in isr
+        except roles.RefError:
             return False, shown
         return member != c.negate, shown
     if c.kind == "role":

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from nemesis.scenarios.script import ERAS, list_scenarios, load_scenario
+from nemesis.scenarios.script import list_scenarios, load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def cells(only: list[str] | None) -> list[tuple[str, str]]:
         if only and name not in only:
             continue
         s = load_scenario(name)
-        out += [(name, era) for era in ERAS if era in s.expect]
+        out += [(name, era) for era in s.system_def().variants if era in s.expect]
     return out
 
 

@@ -1,62 +1,25 @@
 """What a scenario run found, for results.json.
 
-The checkers (checkers.store.check_store, or the same in-process kernels
-when that driver is not there) say which anomalies the history and the
-replica dumps show. This module adds what a person reviewing a scenario asks
-first: which acknowledged writes were lost (key, offset, value, the op that
+`findings()` gathers, once, what a person reviewing a scenario asks first:
+which acknowledged writes were lost (key, offset, value, the op that
 acknowledged them), at which offsets which replicas diverge, where each
-replica truncated its log (broker log lines, and LEO drops between samples),
-ISR shrinks and expansions, and the scenario's own verdict: the anomalies its
-configuration allows are set aside, and the declared expectation is compared.
+replica truncated its log (the system's log events, and LEO drops between
+samples), ISR changes, and the measurements. `judge()` then turns the
+checkers' results and those findings into the scenario's verdict: the
+anomalies its configuration allows are set aside and the declared
+expectation is compared. `judge` is pure, so `harness check` re-judges a
+scenario store with fresh checker results and keeps its verdict.
 """
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from nemesis.scenarios.script import DIFF_ANOMALIES, LOG_ANOMALIES, Scenario
-
-_TRUNCATED = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): truncated from leo (\d+) to (\d+)")
-_SHRINK = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): shrinking ISR \[([\d, ]*)\]: \[([\d, ]*)\] out of sync"
-                     r"(?: \(caught up \[([-\d, ]*)\] ms ago, previous check (-?\d+) ms ago, "
-                     r"replica\.lag\.time\.max\.ms=(\d+)\))?")
-_EXPAND = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): expanding ISR \[([\d, ]*)\] with (\d+) "
-                     r"\(leo (\d+) >= hw (\d+)\)")
-
-
-# ------------------------------------------------------------------ checkers
-def check_store(store: Path) -> dict:
-    """The project's checkers (log anomalies + replica diff), as `harness check` runs them."""
-    from checkers.store import check_store as check
-
-    return check(str(store))
-
-
-def load_dumps(store: Path) -> tuple[dict[str, dict], list[str]]:
-    dumps, missing = {}, []
-    for d in sorted((store / "nodes").glob("n*")):
-        f = d / "dump.json"
-        if f.is_file():
-            dumps[d.name] = json.loads(f.read_text())
-        else:
-            missing.append(d.name)
-    return dumps, missing
-
-
-# ------------------------------------------------------------------ findings
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line of a killed run
-    return out
+from checkers.vocabulary import ANOMALIES
+from harness import store as run_store
+from nemesis.scenarios.script import Scenario
 
 
 def lost_writes(ops: list[dict], writes: list[dict]) -> list[dict] | None:
@@ -110,40 +73,19 @@ def divergence(dumps: dict[str, dict]) -> list[dict]:
     return out
 
 
-def log_events(store: Path) -> tuple[list[dict], list[dict]]:
-    """(truncations, ISR changes) from the brokers' log lines, in time order."""
+def split_events(events: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(truncations, ISR changes) from the system's log events, in time order."""
     truncations, isr = [], []
-    for d in sorted((store / "nodes").glob("n*")):
-        f = d / "broker.log"
-        if not f.is_file():
-            continue
-        for line in f.read_text(errors="replace").splitlines():
-            m = _TRUNCATED.match(line)
-            if m:
-                truncations.append({"time": m.group(1), "node": d.name, "key": int(m.group(4)),
-                                    "from": int(m.group(5)), "to": int(m.group(6)), "source": "broker log"})
-                continue
-            m = _SHRINK.match(line)
-            if m:
-                ev = {"time": m.group(1), "node": d.name, "key": int(m.group(4)), "change": "shrink",
-                      "isr": _ints(m.group(5)), "out": _ints(m.group(6))}
-                if m.group(7) is not None:       # the leader's own account (replica/core/broker.py)
-                    ev.update(caught_up_ms=_ints(m.group(7)), check_gap_ms=int(m.group(8)),
-                              lag_ms=int(m.group(9)))
-                isr.append(ev)
-                continue
-            m = _EXPAND.match(line)
-            if m:
-                isr.append({"time": m.group(1), "node": d.name, "key": int(m.group(4)), "change": "expand",
-                            "isr": _ints(m.group(5)), "replica": int(m.group(6)),
-                            "leo": int(m.group(7)), "hw": int(m.group(8))})
+    for ev in events:
+        if ev.get("event") == "truncate":
+            truncations.append({"time": ev["time"], "node": ev["node"], "key": ev["key"], "from": ev["from"],
+                                "to": ev["to"], "source": "log"})
+        elif ev.get("event") in ("isr-shrink", "isr-expand"):
+            change = {k: v for k, v in ev.items() if k != "event"}
+            isr.append({**change, "change": ev["event"].removeprefix("isr-")})
     truncations.sort(key=lambda t: t["time"])
     isr.sort(key=lambda t: t["time"])
     return truncations, isr
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.replace(",", " ").split()]
 
 
 def leo_drops(samples: list[dict]) -> list[dict]:
@@ -210,24 +152,46 @@ def refine_measurement(m: dict, isr_changes: list[dict]) -> None:
 
 
 # ------------------------------------------------------------------ verdict
-def analyze(store: Path, scenario: Scenario, era: str, checked: dict, record: dict) -> dict:
+def findings(store: Path, scenario: Scenario, variant: str, record: dict) -> dict:
+    """The scenario section of results.json, without the verdict (see judge)."""
+    ops = run_store.read_history(store)
+    dumps, _missing = run_store.read_dumps(store)
+    truncations, isr_changes = split_events(record.pop("events", []))
+    for m in record.get("measurements", []):
+        refine_measurement(m, isr_changes)
+    trunc = None
+    if variant in scenario.truncations and not record.get("error"):
+        trunc = truncation_check(scenario.truncations[variant], truncations, record.get("aliases", {}))
+    exp = scenario.expect.get(variant)
+    return {
+        "name": scenario.name, "system": scenario.system, "era": variant, "source": scenario.source,
+        "expected": None if exp is None else exp.model_dump(),
+        "allowed_anomalies": scenario.allowed(variant),
+        "lost_writes": lost_writes(ops, record.get("writes", [])),
+        "divergence": divergence(dumps),
+        "truncations": truncations,
+        "leo_drops": leo_drops(run_store.read_samples(store)),
+        "truncation_check": trunc,
+        "isr_changes": isr_changes,
+        **record,
+    }
+
+
+def judge(checked: dict, section: dict) -> dict:
     """results.json of a scenario run: the checkers' results with the
-    scenario's verdict on top (`valid`), and a `scenario` section."""
-    ops = _read_jsonl(store / "history.jsonl")
-    dumps, _missing = load_dumps(store)
-    truncations, isr_changes = log_events(store)
-    allowed = scenario.allowed(era)
+    scenario's verdict on top (`valid`) and its `scenario` section."""
+    allowed = section.get("allowed_anomalies") or []
     found = {}
     for res in (checked.get("checkers") or {}).values():
         if isinstance(res, dict):
             for name, n in (res.get("counts") or {}).items():
-                if n and name in LOG_ANOMALIES + DIFF_ANOMALIES:
+                if n and name in ANOMALIES:
                     found[name] = found.get(name, 0) + n
     forbidden = {a: n for a, n in found.items() if a not in allowed}
     reasons = [f"{a} x{n}" for a, n in sorted(forbidden.items())]
     raw = checked.get("valid")
     checker_states = [r.get("valid") for r in (checked.get("checkers") or {}).values() if isinstance(r, dict)]
-    if record.get("error"):
+    if section.get("error"):
         valid = "unknown"
     elif forbidden:
         valid = False
@@ -235,43 +199,32 @@ def analyze(store: Path, scenario: Scenario, era: str, checked: dict, record: di
         valid = "unknown"
     else:
         valid = True
-    for m in record.get("measurements", []):
-        refine_measurement(m, isr_changes)
+    for m in section.get("measurements") or []:
         if m.get("within") is False:
             low = f"{m['min_ms']:g} ms < " if m.get("min_ms") is not None else ""
             reasons.append(f"{m['name']} took {m['ms']:g} ms, outside {low}ms <= {m['bound_ms']:g} ms")
             if valid is True:
                 valid = False
-    trunc = None
-    if era in scenario.truncations and not record.get("error"):
-        trunc = truncation_check(scenario.truncations[era], truncations, record.get("aliases", {}))
-        if not trunc["match"]:
-            reasons.append("truncation points differ from the expected ones")
-            if valid is True:
-                valid = False
-    exp = scenario.expect.get(era)
+    trunc = section.get("truncation_check")
+    if trunc and not trunc.get("match"):
+        reasons.append("truncation points differ from the expected ones")
+        if valid is True:
+            valid = False
+    exp = section.get("expected")
     as_expected = None
     if exp is not None:
-        as_expected = valid == exp.valid and all(a in forbidden for a in exp.anomalies)
-    section = {
-        "name": scenario.name, "era": era, "source": scenario.source,
-        "expected": None if exp is None else exp.model_dump(),
-        "as_expected": as_expected,
-        "verdict": valid, "reasons": reasons,
-        "allowed_anomalies": allowed, "forbidden_found": forbidden,
-        "allowed_found": {a: n for a, n in found.items() if a in allowed},
-        "checkers_valid": raw,
-        "lost_writes": lost_writes(ops, record.get("writes", [])),
-        "divergence": divergence(dumps),
-        "truncations": truncations,
-        "leo_drops": leo_drops(_read_jsonl(store / "samples.jsonl")),
-        "truncation_check": trunc,
-        "isr_changes": isr_changes,
-        **record,
-    }
+        as_expected = valid == exp["valid"] and all(a in forbidden for a in exp.get("anomalies", []))
     out = dict(checked)
     out["valid"] = valid
-    out["scenario"] = section
-    if record.get("error"):
-        out["error"] = record["error"]
+    out["scenario"] = {**section, "verdict": valid, "reasons": reasons, "as_expected": as_expected,
+                       "forbidden_found": forbidden,
+                       "allowed_found": {a: n for a, n in found.items() if a in allowed},
+                       "checkers_valid": raw}
+    if section.get("error"):
+        out["error"] = section["error"]
     return out
+
+
+def analyze(store: Path, scenario: Scenario, variant: str, checked: dict, record: dict) -> dict:
+    """findings + judge in one go."""
+    return judge(checked, findings(store, scenario, variant, dict(record)))

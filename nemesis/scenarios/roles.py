@@ -1,18 +1,17 @@
-"""Node references in scenario scripts: a host named directly (`n2`, `ctl`),
-a role resolved at the moment the step runs (`leader of key 0`,
-`a follower of key 0`, `follower 2 of key 0`, `the controller`), or a name
+"""Node references in scenario scripts: a host named directly (`n2`, or a
+role host of the system such as the replica's `ctl`), a role host by its
+role (`the controller`), a key role resolved at the moment the step runs
+(`leader of key 0`, `a follower of key 0`, `follower 2 of key 0`), or a name
 bound by an earlier step (`as: A`, `bind: {A: ...}`).
 
-Roles are resolved against the controller's metadata (the authority on
-leaders and replica assignment), so `a follower of key 0` is the first
-replica of partition 0 in assignment order that is not its leader.
+Key roles are resolved against the system's authority (LogClient.metadata:
+leaders and replica assignment by node name), so `a follower of key 0` is the
+first replica of key 0 in assignment order that is not its leader.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
-CONTROLLER = "ctl"
+from dataclasses import dataclass, field
 
 
 class RefError(ValueError):
@@ -24,9 +23,21 @@ class Layout:
     nodes: int
     keys: int
     replication_factor: int
+    roles: dict[str, str] = field(default_factory=dict)  # role -> host (the replica: controller -> ctl)
 
     def hosts(self) -> list[str]:
-        return [f"n{i}" for i in range(1, self.nodes + 1)] + [CONTROLLER]
+        return [f"n{i}" for i in range(1, self.nodes + 1)] + list(self.roles.values())
+
+    def role_host(self, text: str) -> str | None:
+        """`ctl`, `the controller`, `controller` -> its host, for the system's role hosts."""
+        low = re.sub(r"^the\s+", "", text)
+        for role, host in self.roles.items():
+            if low in (role, host):
+                return host
+        return None
+
+    def describe(self) -> str:
+        return f"n1..n{self.nodes}" + "".join(f", {h}" for h in self.roles.values())
 
 
 @dataclass(frozen=True)
@@ -46,20 +57,20 @@ class Ref:
 
 _LEADER = re.compile(r"^(?:the\s+)?leader\s+of\s+key\s+(\d+)$")
 _FOLLOWER = re.compile(r"^(?:(?:a|the)\s+follower|follower\s+(\d+))\s+of\s+key\s+(\d+)$")
-_CONTROLLER = re.compile(r"^(?:the\s+)?controller$|^ctl$")
 _NODE = re.compile(r"^n(\d+)$")
 
 
 def parse_ref(text: str, layout: Layout, bound: set[str]) -> Ref:
     t = " ".join(str(text).split())
     low = t.lower()
-    if _CONTROLLER.match(low):
-        return Ref("node", CONTROLLER)
+    host = layout.role_host(low)
+    if host is not None:
+        return Ref("node", host)
     m = _NODE.match(low)
     if m:
         n = int(m.group(1))
         if not 1 <= n <= layout.nodes:
-            raise RefError(f"unknown node {t!r}: this scenario has brokers n1..n{layout.nodes} and ctl")
+            raise RefError(f"unknown node {t!r}: this scenario has {layout.describe()}")
         return Ref("node", f"n{n}")
     m = _LEADER.match(low)
     if m:
@@ -74,9 +85,10 @@ def parse_ref(text: str, layout: Layout, bound: set[str]) -> Ref:
     if t in bound:
         return Ref("alias", t)
     if re.match(r"^[A-Za-z_]\w*$", t):
-        raise RefError(f"unknown node {t!r}: not a host (n1..n{layout.nodes}, ctl) and not bound by an "
+        raise RefError(f"unknown node {t!r}: not a host ({layout.describe()}) and not bound by an "
                        f"earlier step (`as: {t}` or `bind`)")
-    raise RefError(f"bad node reference {t!r}: use n1..n{layout.nodes}, the controller, leader of key K, "
+    roles = "".join(f", the {r}" for r in layout.roles)
+    raise RefError(f"bad node reference {t!r}: use {layout.describe()}{roles}, leader of key K, "
                    f"a follower of key K, follower I of key K, or a name bound earlier")
 
 
@@ -87,21 +99,21 @@ def _key(key: int, layout: Layout) -> int:
 
 
 def resolve(ref: Ref, metadata: dict[int, dict], aliases: dict[str, str]) -> str:
-    """The host name a reference means now. metadata: the controller's
-    {partition: {"leader", "replicas", ...}}."""
+    """The host name a reference means now. metadata: the authority's
+    {key: {"leader": node, "replicas": [nodes], ...}} (KeyMeta.as_json)."""
     if ref.kind == "node":
         return ref.name
     if ref.kind == "alias":
         return aliases[ref.name]
     part = metadata.get(ref.key)
     if part is None:
-        raise RefError(f"{ref.text()}: key {ref.key} is unknown to the controller")
+        raise RefError(f"{ref.text()}: key {ref.key} is unknown to the system")
     leader = part.get("leader")
     if ref.kind == "leader":
         if leader is None:
             raise RefError(f"{ref.text()}: key {ref.key} has no leader now")
-        return f"n{leader}"
+        return leader
     followers = [r for r in part.get("replicas", []) if r != leader]
     if len(followers) < ref.index:
         raise RefError(f"{ref.text()}: key {ref.key} has only {len(followers)} followers now")
-    return f"n{followers[ref.index - 1]}"
+    return followers[ref.index - 1]

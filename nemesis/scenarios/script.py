@@ -1,12 +1,15 @@
 """The scenario script format (YAML), validated with pydantic.
 
-A script is a mapping of cluster settings, per-era expectations and a list of
-steps. Each step is a mapping with exactly one action key (`write`, `kill`,
-`restart`, `pause`, `resume`, `partition`, `heal`, `wait`, `sleep`, `bind`)
-plus optional `id` (a label that later `measure.since` can name) and `as`
-(a name bound to the node the step acted on). Every problem is reported as one
-line that names the step, e.g. ``step 4 (kill): unknown node 'n9' ...``; see
-nemesis/scenarios/README.md for the whole format.
+A script names its system under test (`system:`, default `replica`) and has
+cluster settings, per-variant expectations (the replica's variants are its
+eras) and a list of steps. Each step is a mapping with exactly one action
+key plus optional `id` (a label that later `measure.since` can name), `as`
+(a name bound to the node the step acted on) and `eras` (the variants it runs
+in). Actions: `write`, `wait`, `sleep`, `bind`, and every registered fault
+the system supports, by its start step and its stop step (`kill`/`restart`,
+`pause`/`resume`, `partition`/`heal`, ...; nemesis/fault.py). Every problem is
+reported as one line that names the step, e.g. ``step 4 (kill): unknown node
+'n9' ...``, before any host exists; see nemesis/scenarios/README.md.
 """
 from __future__ import annotations
 
@@ -17,15 +20,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from checkers.vocabulary import ANOMALIES
+from harness import registry
+from harness.sut import Unsupported
+from nemesis.fault import FaultArgError, NodesRequest
 from nemesis.scenarios import conditions, roles
 
-ERAS = ("hw", "kip101", "epoch")
-LOG_ANOMALIES = ("lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonmonotonic-poll",
-                 "poll-skip", "nonmonotonic-send", "aborted-read", "realtime-order")
-DIFF_ANOMALIES = ("divergence", "missing-committed", "lost-acknowledged")
-ANOMALIES = LOG_ANOMALIES + DIFF_ANOMALIES
-NODE_ACTIONS = ("kill", "restart", "pause", "resume")
-ACTIONS = ("write", *NODE_ACTIONS, "partition", "heal", "wait", "sleep", "bind")
+OWN_ACTIONS = ("write", "wait", "sleep", "bind")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -48,48 +49,6 @@ class WriteArgs(_Strict):
     @classmethod
     def _acks_str(cls, v):
         return str(v) if isinstance(v, int) else v
-
-
-class PartitionArgs(_Strict):
-    """Grudges, all applied together (added to the rules already in place)."""
-
-    grudge: dict[str, list[str]] = Field(default_factory=dict)  # node -> nodes whose packets it drops
-    cut: list[list[str]] = Field(default_factory=list)  # [X, Y]: no packets either way
-    one_way: list[dict[str, str]] = Field(default_factory=list, alias="one-way")  # {from: X, to: Y}
-    isolate: list[str] = Field(default_factory=list)  # X hears nobody, nobody hears X
-
-    @field_validator("cut", mode="before")
-    @classmethod
-    def _one_pair(cls, v):
-        return [v] if isinstance(v, list) and v and all(isinstance(x, str) for x in v) else v
-
-    @field_validator("one_way", mode="before")
-    @classmethod
-    def _one_dict(cls, v):
-        return [v] if isinstance(v, dict) else v
-
-    @field_validator("isolate", mode="before")
-    @classmethod
-    def _one_node(cls, v):
-        return [v] if isinstance(v, str) else v
-
-    @model_validator(mode="after")
-    def _check(self):
-        for pair in self.cut:
-            if len(pair) != 2:
-                raise ValueError(f"cut takes pairs [X, Y], got {pair}")
-        for ow in self.one_way:
-            if set(ow) != {"from", "to"}:
-                raise ValueError(f"one-way takes {{from: X, to: Y}}, got {ow}")
-        if not (self.grudge or self.cut or self.one_way or self.isolate):
-            raise ValueError("empty partition: give grudge, cut, one-way or isolate")
-        return self
-
-    def node_refs(self) -> list[str]:
-        refs = [n for k, v in self.grudge.items() for n in (k, *v)]
-        refs += [n for pair in self.cut for n in pair]
-        refs += [n for ow in self.one_way for n in ow.values()]
-        return refs + list(self.isolate)
 
 
 class Measure(_Strict):
@@ -117,7 +76,9 @@ class Step(_Strict):
     id: str | None = None
     bind_as: str | None = None
     parsed: Any = None  # the parsed condition of a wait step
-    eras: list[str] | None = None  # run only in these eras (protocol generations differ)
+    eras: list[str] | None = None  # run only in these variants (protocol generations differ)
+    fault: str | None = None  # a fault step: the registered fault's name
+    stop: bool = False  # ... and whether the step stops it
 
     def label(self) -> str:
         return f"step {self.index} ({self.action}{' ' + self.id if self.id else ''})"
@@ -149,6 +110,7 @@ class Truncation(_Strict):
 
 class Scenario(_Strict):
     name: str
+    system: str = "replica"
     description: str = ""
     source: str = ""
     nodes: int = Field(3, ge=1, le=5)
@@ -157,8 +119,8 @@ class Scenario(_Strict):
     acks: Literal["0", "1", "all"] = "all"
     settings: dict[str, Any] = Field(default_factory=dict)
     allowed_anomalies: list[str] = Field(default_factory=list)
-    expect: dict[Literal["hw", "kip101", "epoch"], Expectation] = Field(default_factory=dict)
-    truncations: dict[Literal["hw", "kip101", "epoch"], list[Truncation]] = Field(default_factory=dict)
+    expect: dict[str, Expectation] = Field(default_factory=dict)  # variant (era) -> expected verdict
+    truncations: dict[str, list[Truncation]] = Field(default_factory=dict)
     recovery_timeout: float = Field(30.0, gt=0, le=300)
     steps: list[Step]
     path: str | None = None
@@ -202,8 +164,15 @@ class Scenario(_Strict):
 
     def allowed(self, era: str) -> list[str]:
         """Anomaly types this configuration may legitimately show; divergence
-        is never allowed in era epoch."""
-        return [a for a in self.allowed_anomalies if not (era == "epoch" and a == "divergence")]
+        is never allowed in the replica's era epoch."""
+        return [a for a in self.allowed_anomalies
+                if not (self.system == "replica" and era == "epoch" and a == "divergence")]
+
+    def system_def(self):
+        return registry.system(self.system)
+
+    def faults(self) -> list[str]:
+        return sorted({s.fault for s in self.steps if s.fault})
 
     def step_ids(self) -> dict[str, Step]:
         return {s.id: s for s in self.steps if s.id}
@@ -222,45 +191,54 @@ def _one_line(e: ValidationError) -> str:
     return f"{loc}: {msg}" if loc else msg
 
 
-def _parse_step(index: int, raw: Any) -> Step:
+def fault_actions(system) -> dict[str, tuple[str, bool]]:
+    """Step name -> (fault, stops it) for every registered fault the system supports."""
+    out = {}
+    for name in sorted(system.faults):
+        try:
+            kind = registry.fault(name)
+        except registry.RegistryError:
+            continue  # declared by the system but not installed: not a step here
+        out[kind.name] = (name, False)
+        out[kind.stop_step_name] = (name, True)
+    return out
+
+
+def _parse_step(index: int, raw: Any, system) -> Step:
     where = f"step {index}"
+    faults = fault_actions(system)
+    actions_known = (*OWN_ACTIONS, *faults)
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping such as {{kill: n1}}, got {raw!r}")
     extra = {k: raw[k] for k in ("id", "as") if k in raw}
     eras = raw.get("eras")
     if eras is not None:
         eras = [eras] if isinstance(eras, str) else eras
-        if not isinstance(eras, list) or not eras or any(e not in ERAS for e in eras):
-            raise ScenarioError(f"{where}: eras must list some of {', '.join(ERAS)}, got {raw['eras']!r}")
+        if not isinstance(eras, list) or not eras or any(e not in system.variants for e in eras):
+            raise ScenarioError(f"{where}: eras must list some of {', '.join(system.variants) or '(none)'}, "
+                                f"got {raw['eras']!r}")
     actions = [k for k in raw if k not in ("id", "as", "eras")]
-    known = [k for k in actions if k in ACTIONS]
-    unknown = [k for k in actions if k not in ACTIONS]
+    known = [k for k in actions if k in actions_known]
+    unknown = [k for k in actions if k not in actions_known]
     if unknown:
-        raise ScenarioError(f"{where}: unknown step {unknown[0]!r} (known: {', '.join(ACTIONS)})")
+        raise ScenarioError(f"{where}: unknown step {unknown[0]!r} (known: {', '.join(actions_known)})")
     if len(known) != 1:
-        raise ScenarioError(f"{where}: needs exactly one action of {', '.join(ACTIONS)}, got {actions or 'none'}")
+        raise ScenarioError(f"{where}: needs exactly one action of {', '.join(actions_known)}, "
+                            f"got {actions or 'none'}")
     action = known[0]
     where = f"step {index} ({action})"
     value = raw[action]
     for name in extra.values():
         if not isinstance(name, str) or not NAME_RE.match(name):
             raise ScenarioError(f"{where}: id/as must be a plain name such as A or cut, got {name!r}")
+    fault, stop = faults.get(action, (None, False))
     try:
-        if action == "write":
+        if fault is not None:
+            args = registry.fault(fault).parse(value, stop)
+        elif action == "write":
             args = WriteArgs.model_validate({"count": value} if isinstance(value, int) else (value or {}))
-        elif action == "partition":
-            args = PartitionArgs.model_validate(value)
         elif action == "wait":
             args = WaitArgs.model_validate({"until": value} if isinstance(value, str) else value)
-        elif action in NODE_ACTIONS:
-            refs = [value] if isinstance(value, str) else value
-            if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-                raise ScenarioError(f"{where}: takes a node or a list of nodes, e.g. {action}: leader of key 0")
-            args = refs
-        elif action == "heal":
-            if value not in (None, {}, True, "all"):
-                raise ScenarioError(f"{where}: takes no arguments (write `- heal:`)")
-            args = None
         elif action == "sleep":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 60:
                 raise ScenarioError(f"{where}: takes seconds between 0 and 60, got {value!r}")
@@ -272,9 +250,12 @@ def _parse_step(index: int, raw: Any) -> Step:
             args = dict(value)
     except ValidationError as e:
         raise ScenarioError(f"{where}: {_one_line(e)}") from None
-    if "as" in extra and action not in NODE_ACTIONS:
-        raise ScenarioError(f"{where}: `as` names the node of a kill/restart/pause/resume step")
-    return Step(index=index, action=action, args=args, id=extra.get("id"), bind_as=extra.get("as"), eras=eras)
+    except FaultArgError as e:
+        raise ScenarioError(f"{where}: {e}") from None
+    if "as" in extra and not isinstance(args, NodesRequest):
+        raise ScenarioError(f"{where}: `as` names the node of a step that acts on nodes (kill, restart, ...)")
+    return Step(index=index, action=action, args=args, id=extra.get("id"), bind_as=extra.get("as"), eras=eras,
+                fault=fault, stop=stop)
 
 
 def parse(data: Any, source: str = "scenario") -> Scenario:
@@ -284,70 +265,90 @@ def parse(data: Any, source: str = "scenario") -> Scenario:
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ScenarioError(f"{source}: needs a non-empty list `steps:`")
-    steps = [_parse_step(i, raw) for i, raw in enumerate(raw_steps, start=1)]
+    try:
+        system = registry.system(data.get("system") or "replica")
+    except registry.RegistryError as e:
+        raise ScenarioError(f"{source}: system: {e}") from None
+    steps = [_parse_step(i, raw, system) for i, raw in enumerate(raw_steps, start=1)]
     fields = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items() if k != "steps"}
     try:
         scenario = Scenario.model_validate({**fields, "steps": [s.model_dump() for s in steps]})
     except ValidationError as e:
         raise ScenarioError(f"{source}: {_one_line(e)}") from None
     scenario.steps = steps
-    _check_settings(scenario, source)
-    _check_references(scenario)
+    for what, table in (("expect", scenario.expect), ("truncations", scenario.truncations)):
+        for variant in table:
+            if variant not in system.variants:
+                raise ScenarioError(f"{source}: {what}: {variant!r} is not a variant of system {system.name!r} "
+                                    f"(variants: {', '.join(system.variants) or 'none'})")
+    _check_settings(scenario, system, source)
+    _check_references(scenario, system)
     return scenario
 
 
-def _check_settings(scenario: Scenario, source: str) -> None:
-    from replica import config as rconfig  # the replica's own setting names and types
+def _check_settings(scenario: Scenario, system, source: str) -> None:
+    if system.check_settings is None:
+        return
+    try:
+        system.check_settings(dict(scenario.settings), system.parse_options({}))
+    except ValueError as e:
+        raise ScenarioError(f"{source}: settings: {e}") from None
 
-    for name, value in scenario.settings.items():
-        try:
-            rconfig.coerce(name, value)
-        except rconfig.ConfigError as e:
-            raise ScenarioError(f"{source}: settings: {e}") from None
+
+def layout(scenario: Scenario, system=None) -> roles.Layout:
+    system = system or scenario.system_def()
+    return roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor,
+                        system.host_plan(scenario.nodes).roles)
 
 
-def _check_references(scenario: Scenario) -> None:
-    """Every node reference, alias, key and step id must make sense where it is used."""
+def _check_references(scenario: Scenario, system) -> None:
+    """Every node reference, alias, key, step id and capability must make sense where it is used."""
     bound: set[str] = set()
     ids: set[str] = set()
-    layout = roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor)
+    plan = layout(scenario, system)
     for step in scenario.steps:
         where = step.label()
 
         def check(ref: str) -> None:
             try:
-                roles.parse_ref(ref, layout, bound)
+                roles.parse_ref(ref, plan, bound)
             except roles.RefError as e:
                 raise ScenarioError(f"{where}: {e}") from None
 
-        if step.action in NODE_ACTIONS:
-            for ref in step.args:
-                check(ref)
-        elif step.action == "partition":
-            for ref in step.args.node_refs():
-                check(ref)
-        elif step.action == "bind":
-            for name, ref in step.args.items():
-                check(ref)
-            bound.update(step.args)
-        elif step.action == "write":
-            if step.args.key >= scenario.keys:
-                raise ScenarioError(f"{where}: key {step.args.key} does not exist (keys: {scenario.keys})")
-        elif step.action == "wait":
-            try:
-                step.parsed = conditions.parse(step.args.until, layout, bound)
-            except conditions.ConditionError as e:
-                raise ScenarioError(f"{where}: {e}") from None
-            m = step.args.measure
-            if m is not None:
-                if m.since not in ids:
-                    raise ScenarioError(f"{where}: measure.since {m.since!r} is not the id of an earlier step")
+        try:
+            if step.fault is not None:
+                for cap in registry.fault(step.fault).needs:
+                    system.require(cap, f"step {step.index} ({step.action})")
+                for ref in (step.args.refs() if step.args is not None else []):
+                    check(ref)
+            elif step.action == "bind":
+                for name, ref in step.args.items():
+                    check(ref)
+                bound.update(step.args)
+            elif step.action == "write":
+                if step.args.key >= scenario.keys:
+                    raise ScenarioError(f"{where}: key {step.args.key} does not exist (keys: {scenario.keys})")
+            elif step.action == "wait":
                 try:
-                    bound_ms(m.max_ms, scenario.settings, "epoch")
-                except ValueError as e:
-                    raise ScenarioError(f"{where}: measure.max_ms: {e}") from None
+                    step.parsed = conditions.parse(step.args.until, plan, bound)
+                except conditions.ConditionError as e:
+                    raise ScenarioError(f"{where}: {e}") from None
+                for cap in sorted(conditions.needs(step.parsed)):
+                    system.require(cap, f"{where}: `{step.parsed.text}`")
+                m = step.args.measure
+                if m is not None:
+                    if m.event is not None:
+                        system.require("events", f"{where}: measure.event {m.event}")
+                    if m.since not in ids:
+                        raise ScenarioError(f"{where}: measure.since {m.since!r} is not the id of an earlier step")
+                    try:
+                        bound_ms(m.max_ms, scenario.settings, None, system)
+                    except ValueError as e:
+                        raise ScenarioError(f"{where}: measure.max_ms: {e}") from None
+        except Unsupported as e:
+            raise ScenarioError(str(e)) from None
         if step.bind_as:
-            if step.action in NODE_ACTIONS and len(step.args) != 1:
+            if len(step.args.refs()) != 1:
                 raise ScenarioError(f"{where}: `as` needs exactly one node")
             bound.add(step.bind_as)
         if step.id:
@@ -356,22 +357,18 @@ def _check_references(scenario: Scenario) -> None:
             ids.add(step.id)
 
 
-def bound_ms(spec: str | float | None, settings: dict, era: str) -> float | None:
-    """`max_ms`: a number, or "FACTOR * setting" using the scenario's (or the default) setting."""
+def bound_ms(spec: str | float | None, settings: dict, variant: str | None, system=None) -> float | None:
+    """`max_ms`: a number, or "FACTOR * setting" using the scenario's (or the system's default) setting."""
     if spec is None or isinstance(spec, (int, float)):
         return spec
     m = re.fullmatch(r"\s*([0-9.]+)\s*[*x]\s*([a-z.]+)\s*", spec)
     if not m:
         raise ValueError(f"{spec!r}: use a number or FACTOR * setting, e.g. 1.5 * replica.lag.time.max.ms")
-    from replica import config as rconfig
-
-    try:
-        values = rconfig.build(era, settings)
-    except rconfig.ConfigError as e:
-        raise ValueError(str(e)) from None
-    if m.group(2) not in values:
-        raise ValueError(f"unknown setting {m.group(2)!r}")
-    return float(m.group(1)) * float(values[m.group(2)])
+    system = system or registry.system("replica")
+    if system.setting_value is None:
+        raise ValueError(f"system {system.name!r} has no settings to scale")
+    options = system.parse_options(system.variant_options(variant))
+    return float(m.group(1)) * system.setting_value(m.group(2), settings, options)
 
 
 # --------------------------------------------------------------------- loading

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Literal
 
+from replica.protocol import ERAS
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, PAUSE, PROCESS, System,
                          SystemOptions)
 
-ERAS = ("hw", "kip101", "epoch")
 CONTROLLER = "ctl"
 
 
 class ReplicaOptions(SystemOptions):
-    era: Literal["hw", "kip101", "epoch"] = "epoch"
+    era: Literal[ERAS] = "epoch"
 
 
 def _make_db(cluster, plan, shape, options):
@@ -60,4 +60,7 @@ SYSTEM = System(
     code=("replica",),
     check_settings=check_settings,
     setting_value=setting_value,
+    variant_option="era",
+    variants=ERAS,
+    default_settings=lambda rf: {"min.insync.replicas": min(2, rf)},
 )

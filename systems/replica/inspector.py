@@ -15,7 +15,9 @@ from harness.sut import ReplicaState
 TOPIC = "log"
 CHECKPOINT_FILE = "replication-offset-checkpoint"
 _TRUNCATED = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): truncated from leo (\d+) to (\d+)")
-_SHRINK = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): shrinking ISR \[([\d, ]*)\]: \[([\d, ]*)\] out of sync")
+_SHRINK = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): shrinking ISR \[([\d, ]*)\]: \[([\d, ]*)\] out of sync"
+                     r"(?: \(caught up \[([-\d, ]*)\] ms ago, previous check (-?\d+) ms ago, "
+                     r"replica\.lag\.time\.max\.ms=(\d+)\))?")
 _EXPAND = re.compile(r"^(\S+) \S+ broker (\d+): (\S+)-(\d+): expanding ISR \[([\d, ]*)\] with (\d+) "
                      r"\(leo (\d+) >= hw (\d+)\)")
 
@@ -99,8 +101,12 @@ def log_events(path: Path, node: str) -> list[dict]:
             continue
         m = _SHRINK.match(line)
         if m:
-            out.append({"time": m.group(1), "node": node, "key": int(m.group(4)), "event": "isr-shrink",
-                        "isr": _nodes(m.group(5)), "out": _nodes(m.group(6))})
+            ev = {"time": m.group(1), "node": node, "key": int(m.group(4)), "event": "isr-shrink",
+                  "isr": _nodes(m.group(5)), "out": _nodes(m.group(6))}
+            if m.group(7) is not None:  # the leader's own account (replica/core/broker.py)
+                ev.update(caught_up_ms=[int(x) for x in m.group(7).replace(",", " ").split()],
+                          check_gap_ms=int(m.group(8)), lag_ms=int(m.group(9)))
+            out.append(ev)
             continue
         m = _EXPAND.match(line)
         if m:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from checkers.store import StoreError, check_campaign, check_store
+from harness import verdict
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store
 
@@ -17,7 +18,7 @@ def test_spark_campaign_matches_local_on_a_partial_store_and_skips_a_bad_one(spa
     empty = tmp_path / "empty"
     empty.mkdir()
     local = check_store(str(store), engine="local")
-    found = check_campaign([str(store), str(empty)], skip_bad=True)
+    found = verdict.check_stores([str(store), str(empty)], skip_bad=True)  # checks and writes results.json
     remote = found[str(store)]
     assert remote["engine"] == "spark" and local["engine"] == "local"
     assert remote["checkers"] == local["checkers"]

@@ -67,14 +67,15 @@ def test_ssh_backend_run_against_hosts_known_only_by_address(cluster, tmp_path):
 
 SCENARIO = """
 import json, sys
+from harness.runner import Run
 from nemesis.scenarios.script import load_scenario
-from nemesis.scenarios.executor import ScenarioRun, scenario_spec
+from nemesis.scenarios.program import ScenarioProgram, scenario_spec
 scenario = load_scenario("hw-data-loss")
 spec = scenario_spec(scenario, "hw", backend="ssh", store_root=sys.argv[1])
 spec.backend_options = json.loads(sys.argv[2])
 hosts = spec.backend_options["hosts"][:scenario.nodes + 1]
 spec.backend_options["hosts"] = hosts
-run = ScenarioRun(spec, scenario)
+run = Run(spec, ScenarioProgram(scenario, "hw"))
 run.execute()
 print(json.dumps({"store": str(run.store), "step_error": run.step_error,
                   "scenario": (run.results or {}).get("scenario")}))

@@ -14,7 +14,7 @@ from harness.cleanup import RunRecord
 from harness.cluster.base import ClusterError
 from harness.cluster.ssh import SshCluster, parse_nodes, release_ssh
 from harness.remote.ssh import new_ed25519_key
-from nemesis.faults import CHAIN, Network
+from nemesis.network import CHAIN, Network
 from nemesis.grudges import components
 
 from dockertest_util import RECORDS, REPO

@@ -12,7 +12,7 @@ from harness.cleanup import RunRecord
 from harness.cluster.base import Cluster, Remote
 from harness.cluster.netns import NetnsCluster
 from nemesis import grudges
-from nemesis.faults import Network
+from nemesis.network import Network
 from hnetns_util import leftovers, needs_root, new_run_id, tcp_probe
 
 pytestmark = [needs_root, pytest.mark.timeout(120)]

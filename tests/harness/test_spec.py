@@ -11,7 +11,7 @@ def test_file_then_flags(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text("era: hw\nnemesis: [kill]\ntime-limit: 30\nnodes: 5\nsettings:\n  flush.messages: 1\n")
     spec = build_spec(str(f), time_limit=12, nemesis="kill,partition")
-    assert spec.era == "hw" and spec.nodes == 5
+    assert spec.system_options == {"era": "hw"} and spec.nodes == 5
     assert spec.time_limit == 12  # flag wins
     assert spec.nemesis == ["kill", "partition"]
     assert spec.settings == {"flush.messages": 1, "min.insync.replicas": 2}

@@ -1,22 +1,29 @@
 """The seeded schedule: the same seed gives the same faults, targets and
 partitions; every fault start is followed by its stop, also when the
-deadline cuts a fault short."""
+deadline cuts a fault short. The schedule's steps run through the same
+runner loop and Nemesis as scenario steps."""
 from __future__ import annotations
 
 import asyncio
 import time
 
+from harness import registry
 from harness.history import HistoryWriter
-from nemesis import faults
-from nemesis.schedule import Schedule
+from harness.steps import RunContext, run_steps
+from nemesis.fault import FaultEnv
+from nemesis.nemesis import Nemesis
+from nemesis.network import Network
+from nemesis.schedule import random_steps
 
 
 class RecordingDb:
     """Stands in for the replica processes (not the system under test here:
-    the schedule is). Records which broker got which signal."""
+    the schedule is). Records which node got which signal."""
 
     def __init__(self):
-        self.brokers = ["n1", "n2", "n3"]
+        self.system = registry.system("replica")
+        self.nodes = ["n1", "n2", "n3"]
+        self.process = self.pausable = self
         self.down: set[str] = set()
         self.calls: list[tuple[str, str]] = []
 
@@ -27,7 +34,7 @@ class RecordingDb:
     def resume(self, n): self.calls.append(("resume", n))
 
 
-class RecordingNetwork(faults.Network):
+class RecordingNetwork(Network):
     def __init__(self):
         self.applied = []
         self.heals = 0
@@ -44,8 +51,13 @@ class RecordingNetwork(faults.Network):
 def run_schedule(tmp_path, seed, name):
     db, net = RecordingDb(), RecordingNetwork()
     hist = HistoryWriter(str(tmp_path / f"{name}.jsonl"))
-    sched = Schedule(faults.build(["kill", "pause", "partition"], db, net, 0.01), seed, 0.01, hist)
-    asyncio.run(sched.run(time.monotonic() + 0.6))
+    plan = db.system.host_plan(3)
+    nemesis = Nemesis(FaultEnv(db, {h: None for h in plan.hosts}, plan, 0.01), hist, seed)
+    nemesis.fault("partition")[1].network = net
+    ctx = RunContext(spec=None, system=db.system, db=db, plan=plan, history=hist, nemesis=nemesis,
+                     workload=None, store=tmp_path)
+    faults = ["kill", "pause", "partition"]
+    asyncio.run(run_steps(random_steps(ctx, faults, seed, 0.01, time.monotonic() + 0.6), ctx))
     hist.close()
     ops = [l for l in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
     return db, net, ops

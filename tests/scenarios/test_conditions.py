@@ -1,5 +1,5 @@
 """The `wait until` language and role resolution, over hand-built observations
-shaped like the controller's Metadata and the brokers' State answers."""
+shaped like the system-independent metadata (KeyMeta) and node states (ReplicaState)."""
 from __future__ import annotations
 
 import pytest
@@ -8,13 +8,15 @@ from hypothesis import given, strategies as st
 from nemesis.scenarios import conditions as c
 from nemesis.scenarios import roles
 
-LAYOUT = roles.Layout(nodes=3, keys=2, replication_factor=3)
+LAYOUT = roles.Layout(nodes=3, keys=2, replication_factor=3, roles={"controller": "ctl"})
 
 
 def obs(leader=1, epoch=2, isr=(1, 2, 3), leos=(5, 5, 3), hws=(3, 3, 3), roles_=None, up=None, **kw):
     replicas = [1, 2, 3]
-    meta = {0: {"leader": leader, "leader_epoch": epoch, "isr": list(isr), "replicas": replicas},
-            1: {"leader": 2, "leader_epoch": 0, "isr": [2], "replicas": [2, 3, 1]}}
+    n = lambda b: None if b is None else f"n{b}"  # noqa: E731
+    meta = {0: {"leader": n(leader), "leader_epoch": epoch, "isr": [n(b) for b in isr],
+                "replicas": [n(b) for b in replicas]},
+            1: {"leader": "n2", "leader_epoch": 0, "isr": ["n2"], "replicas": ["n2", "n3", "n1"]}}
     roles_ = roles_ or {b: ("leader" if b == leader else "follower") for b in replicas}
     states = {f"n{b}": {0: {"role": roles_[b], "leader_epoch": epoch, "leo": leos[b - 1], "hw": hws[b - 1]}}
               for b in replicas}

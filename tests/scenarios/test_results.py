@@ -7,7 +7,15 @@ import json
 
 import pytest
 
+from checkers.store import check_store
+from harness import store as run_store
 from nemesis.scenarios import load_scenario, results
+from systems.replica.inspector import log_events
+
+
+def events(store):
+    return log_events(store / "nodes" / "n1" / "broker.log", "n1") + \
+        log_events(store / "nodes" / "n2" / "broker.log", "n2")
 
 LOG_N1 = """\
 2026-11-21T19:45:10.100Z broker-1 broker 1: log-0: leader in epoch 0 at leo 0 hw 0 isr [1, 2]
@@ -63,7 +71,7 @@ def store(tmp_path):
 
 
 def test_lost_writes_name_key_offset_value_and_the_acknowledging_op(store):
-    ops = results._read_jsonl(store / "history.jsonl")
+    ops = run_store.read_history(store)
     lost = results.lost_writes(ops, [{"key": 0, "value": 4, "acks": "all"}])
     assert [(w["key"], w["offset"], w["value"], w["op"], w["now_at_offset"]) for w in lost] == \
         [(0, 3, 4, 7, 6), (0, 4, 5, 9, 7)]
@@ -72,11 +80,11 @@ def test_lost_writes_name_key_offset_value_and_the_acknowledging_op(store):
 
 
 def test_truncation_points_and_isr_changes_from_the_broker_logs(store):
-    truncations, isr = results.log_events(store)
+    truncations, isr = results.split_events(events(store))
     assert [(t["node"], t["from"], t["to"]) for t in truncations] == [("n2", 5, 3), ("n1", 5, 3)]
     assert [(e["change"], e["node"]) for e in isr] == [("shrink", "n2"), ("expand", "n2")]
-    assert isr[1]["leo"] == 3 and isr[1]["hw"] == 3 and isr[1]["replica"] == 1
-    drops = results.leo_drops(results._read_jsonl(store / "samples.jsonl"))
+    assert isr[1]["leo"] == 3 and isr[1]["hw"] == 3 and isr[1]["replica"] == "n1"
+    drops = results.leo_drops(run_store.read_samples(store))
     assert [(d["node"], d["from"], d["to"]) for d in drops] == [("n1", 5, 3)]
 
 
@@ -90,9 +98,9 @@ def test_divergence_lists_offsets_and_replicas():
 
 def test_verdict_expectation_and_truncation_check(store):
     scenario = load_scenario("hw-data-loss")
-    checked = results.check_store(store)
+    checked = check_store(str(store))
     assert checked["checkers"]["log"]["counts"]["lost-write"] == 2
-    record = {"aliases": {"A": "n2", "B": "n1"}, "writes": [], "measurements": []}
+    record = {"aliases": {"A": "n2", "B": "n1"}, "writes": [], "measurements": [], "events": events(store)}
     out = results.analyze(store, scenario, "hw", checked, record)
     sc = out["scenario"]
     assert out["valid"] is False and sc["as_expected"] is True
@@ -103,8 +111,9 @@ def test_verdict_expectation_and_truncation_check(store):
 
 def test_allowed_anomalies_are_set_aside_but_reported(store):
     scenario = load_scenario("epoch-truncation")   # acks=1: losing writes is allowed
-    checked = results.check_store(store)
-    record = {"aliases": {"A": "n1", "B": "n2", "C": "n3"}, "writes": [], "measurements": []}
+    checked = check_store(str(store))
+    record = {"aliases": {"A": "n1", "B": "n2", "C": "n3"}, "writes": [], "measurements": [],
+              "events": events(store)}
     out = results.analyze(store, scenario, "epoch", checked, record)
     sc = out["scenario"]
     assert sc["allowed_found"]["lost-write"] == 2 and not sc["forbidden_found"]
@@ -116,7 +125,7 @@ def test_allowed_anomalies_are_set_aside_but_reported(store):
 
 
 def test_a_measurement_takes_the_broker_log_time_and_is_checked_against_its_bound(store):
-    _, isr = results.log_events(store)
+    _, isr = results.split_events(events(store))
     since = results._wall("2026-11-21T19:45:12.000Z")
     m = {"name": "shrink", "ms": 5100.0, "bound_ms": 6000.0, "within": True, "event": "isr-shrink",
          "since_wall": since}
@@ -145,14 +154,15 @@ def _shrink_line(age, gap, lag=4000):
              "out": [2], "caught_up_ms": [age], "check_gap_ms": gap, "lag_ms": lag}]
 
 
-def test_a_shrink_with_the_leaders_account_is_checked_against_the_protocol_not_the_cut():
+def test_a_shrink_with_the_leaders_account_is_checked_against_the_protocol_not_the_cut(tmp_path):
     """The leader's own record (caught up N ms ago, previous check M ms ago)
     bounds the shrink: lag < N <= lag + M, whatever the time since the cut."""
     since = results._wall("2026-11-21T19:45:11.000Z")
     line = ("2026-11-21T19:45:17.900Z broker-1 broker 1: log-0: shrinking ISR [1, 2, 3]: [2] out of sync "
             "(caught up [5950] ms ago, previous check 2080 ms ago, replica.lag.time.max.ms=4000)")
-    m = results._SHRINK.match(line)
-    assert m and (m.group(7), m.group(8), m.group(9)) == ("5950", "2080", "4000")
+    (tmp_path / "broker.log").write_text(line + "\n")
+    [ev] = log_events(tmp_path / "broker.log", "n1")
+    assert (ev["caught_up_ms"], ev["check_gap_ms"], ev["lag_ms"]) == ([5950], 2080, 4000)
     for age, gap, within in [(5950, 2080, True), (4001, 2000, True), (3999, 2000, False), (6100, 2000, False)]:
         meas = {"name": "shrink", "ms": 1.0, "bound_ms": 6000.0, "within": True, "event": "isr-shrink",
                 "since_wall": since}

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from nemesis.scenarios import ScenarioError, list_scenarios, load_file, load_scenario
-from nemesis.scenarios.script import ERAS, bound_ms, parse
+from nemesis.scenarios.script import bound_ms, parse
+from systems.replica import ERAS
 
 TABLE = {  # DESIGN.md, scenario table (tiered rows aside): era -> declared verdict
     "hw-data-loss": {"hw": (False, ["lost-write"]), "kip101": (True, []), "epoch": (True, [])},

@@ -17,14 +17,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 from hnetns_util import leftovers, needs_root, new_run_id  # noqa: E402
 
-pytest.importorskip("replica.client")
 pytestmark = [needs_root, pytest.mark.timeout(180)]
 
+from harness import registry  # noqa: E402
 from harness.cleanup import RunRecord  # noqa: E402
 from harness.cluster.netns import NetnsCluster  # noqa: E402
-from harness.db import ReplicaDb  # noqa: E402
 from harness.history import HistoryWriter  # noqa: E402
-from harness.runner import REPO_DIR  # noqa: E402
+from harness.sut import RunShape  # noqa: E402
 from workloads.log import LogWorkload, WorkloadConfig  # noqa: E402
 
 
@@ -53,22 +52,23 @@ def test_workload_semantics_across_a_crash(tmp_path):
     hist_path = tmp_path / "history.jsonl"
     try:
         cluster.create()
-        cluster.install_code(str(REPO_DIR))
-        db = ReplicaDb(cluster, "epoch", 1, {"min.insync.replicas": 1})
-        db.start_all()
+        system = registry.system("replica")
+        db = system.make_db(cluster, system.host_plan(1), RunShape(1, 2, 1, {"min.insync.replicas": 1}),
+                            system.parse_options({"era": "epoch"}))
+        db.setup()
         history = HistoryWriter(str(hist_path))
         cfg = WorkloadConfig(keys=2, concurrency=4, rate=80, replication_factor=1, request_timeout=2.0, seed=1)
-        wl = LogWorkload(cfg, db.bootstrap() + [db.address("ctl")], history)
+        wl = LogWorkload(cfg, db, history)
 
         async def scenario():
             await wl.setup(timeout=60)
             start = time.monotonic()
             run = asyncio.create_task(wl.run(start + 8))
             await asyncio.sleep(2)
-            await asyncio.to_thread(db.kill, "n1")
+            await asyncio.to_thread(db.process.kill, "n1")
             history.nemesis("kill", ["n1"])
             await asyncio.sleep(3)
-            await asyncio.to_thread(db.start, "n1")
+            await asyncio.to_thread(db.process.start, "n1")
             history.nemesis("start", ["n1"])
             await run
             history.nemesis("final", None)
@@ -76,7 +76,7 @@ def test_workload_semantics_across_a_crash(tmp_path):
 
         final = in_client_thread(cluster, scenario)
         history.close()
-        db.stop_all()
+        db.teardown()
     finally:
         cluster.destroy()
         rec.remove_file()

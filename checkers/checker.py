@@ -1,0 +1,33 @@
+"""What a registered store checker is (entry-point group `replog.checkers`):
+its name (its section in results.json), the capability of the system whose
+data it reads (e.g. `dump`), and the in-process check over a store's
+flattened inputs. The names it can report are in checkers/vocabulary.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from checkers.vocabulary import of_checker
+
+
+@dataclass(frozen=True)
+class StoreData:
+    """A store's history and replica dumps, flattened (checkers.flatten)."""
+
+    sends: list
+    reads: list
+    records: list
+    replicas: list
+    dumps_complete: bool  # every data node left a readable dump
+
+
+@dataclass(frozen=True)
+class Checker:
+    name: str
+    description: str
+    check: Callable[[StoreData], dict]  # -> {"valid", "counts", "examples", ...}
+    needs: tuple[str, ...] = ()
+
+    @property
+    def anomalies(self) -> tuple[str, ...]:
+        return of_checker(self.name)

@@ -1,0 +1,81 @@
+"""The one anomaly vocabulary: every name a checker can put in results.json
+(`checkers.<checker>.counts`), which checker emits it, what it means in one
+line, the phrase a report's verdict sentence uses, and Jepsen's term for it.
+Checkers, scenarios (allowed / expected anomalies) and reports all read
+this table; tests/test_vocabulary.py checks both directions (every name here
+can be emitted, every emitted name is here).
+
+A new anomaly is one entry here plus the checker that emits it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    name: str
+    checker: str          # the results.json checker section that counts it
+    explanation: str      # one line for a reader who did not write the checker
+    phrase: str           # "{n} ... {s}" for the verdict sentence
+    jepsen: str           # Jepsen's name for it (Kafka workload / Elle), or the nearest
+
+
+_ALL = [
+    Anomaly("lost-write", "log",
+            "An acknowledged send is missing from the log although a later offset of the same partition was "
+            "read: the cluster confirmed the write, then lost it.",
+            "{n} acknowledged write{s} lost", ":lost-write"),
+    Anomaly("unseen", "log",
+            "An acknowledged send was never read, and nothing after it was read either: it may be lost, or "
+            "the final reads never reached it.",
+            "{n} acknowledged write{s} never read", ":unseen"),
+    Anomaly("inconsistent-offsets", "log",
+            "Two different values were read at the same offset of a partition: consumers were handed "
+            "divergent logs.",
+            "{n} offset{s} read with different values", ":inconsistent-offsets"),
+    Anomaly("duplicate", "log",
+            "One value appears at two offsets: a single send was stored twice.",
+            "{n} value{s} stored twice", ":duplicate"),
+    Anomaly("nonmonotonic-poll", "log",
+            "A consumer's poll returned an offset lower than one it had already read: its reads went backwards.",
+            "{n} poll{s} that went backwards", ":nonmonotonic-poll"),
+    Anomaly("poll-skip", "log",
+            "A consumer's poll jumped over offsets that exist in the log: records were skipped.",
+            "{n} poll{s} that skipped offsets", ":poll-skip"),
+    Anomaly("nonmonotonic-send", "log",
+            "Successive sends of one process to a partition got decreasing offsets.",
+            "{n} send{s} given a lower offset than the process's previous one", ":nonmonotonic-send"),
+    Anomaly("aborted-read", "log",
+            "A value whose send definitely failed was read: a write reported as failed was in fact applied.",
+            "{n} failed write{s} read back", ":G1a (aborted read)"),
+    Anomaly("realtime-order", "log",
+            "A send acknowledged before another was invoked got a higher offset: the log order contradicts "
+            "real time.",
+            "{n} send{s} out of real-time order", "realtime order (Elle's :G0-realtime / strict serializability)"),
+    Anomaly("divergence", "replica-diff",
+            "Replicas hold different records at the same offset below their high watermarks: data the cluster "
+            "had committed differs between copies of the log.",
+            "replicas diverge at {n} offset{s}",
+            "none (replica state); seen by clients as :inconsistent-offsets"),
+    Anomaly("missing-committed", "replica-diff",
+            "Offsets below the high watermark that no replica holds: committed data is gone from every copy "
+            "of the log.",
+            "{n} committed offset{s} missing on every replica", "none (replica state); nearest :lost-write"),
+    Anomaly("lost-acknowledged", "replica-diff",
+            "An acknowledged send whose value no replica holds at any offset: the cluster confirmed the write "
+            "and no copy of the log kept it.",
+            "{n} acknowledged write{s} absent from every replica", ":lost-write (from the replicas' logs)"),
+]
+
+VOCABULARY: dict[str, Anomaly] = {a.name: a for a in _ALL}
+ANOMALIES: tuple[str, ...] = tuple(VOCABULARY)
+
+
+def of_checker(checker: str) -> tuple[str, ...]:
+    """The names one checker emits, in table order."""
+    return tuple(a.name for a in _ALL if a.checker == checker)
+
+
+def explain(name: str) -> Anomaly | None:
+    return VOCABULARY.get(name)

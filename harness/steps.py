@@ -1,0 +1,145 @@
+"""Steps: what the runner executes, whether they come from the random
+schedule (nemesis.schedule) or from a scenario script (nemesis.scenarios.compile).
+
+A step stream is an async iterator of objects with `action` (a word for the
+log), `async run(ctx) -> dict` and optional scenario bookkeeping (`index`,
+`id`). `run_steps` is the one loop that executes them; a fault step goes to
+the one Nemesis (nemesis.nemesis), so a scripted kill and a random kill are
+the same code. Jepsen: a scripted nemesis is just another generator.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+
+class StepError(RuntimeError):
+    """A step could not do what it says; one line naming the step."""
+
+
+@dataclass
+class RunContext:
+    """What steps act on: one run's system, nemesis, workload and history."""
+
+    spec: Any
+    system: Any                       # harness.sut.System
+    db: Any                           # harness.sut.DB
+    plan: Any                         # harness.sut.HostPlan
+    history: Any                      # harness.history.HistoryWriter
+    nemesis: Any                      # nemesis.nemesis.Nemesis
+    workload: Any                     # the workload object (workloads/)
+    store: Path
+    log: Callable[[str], None] = lambda m: None
+    aliases: dict[str, str] = field(default_factory=dict)   # names bound by scenario steps
+    step_log: list[dict] = field(default_factory=list)     # what each scenario step did
+    step_done: dict[str, tuple] = field(default_factory=dict)  # step id -> (history ns, wall s) when done
+    final: dict | None = None                                   # what the final reads found
+    # node reference -> node name (scenario roles); plain node names by default
+    resolve: Callable[[str], Awaitable[str]] | None = None
+    before_fault: Callable[[], Awaitable[None]] | None = None  # e.g. note leader epochs before a fault
+
+    async def node(self, ref: str) -> str:
+        return ref if self.resolve is None else await self.resolve(ref)
+
+
+@dataclass
+class Sleep:
+    seconds: float
+    deadline: float | None = None     # time.monotonic() bound (the random schedule's end)
+    action: str = "sleep"
+    index: int | None = None
+    id: str | None = None
+
+    async def run(self, ctx: RunContext) -> dict:
+        s = self.seconds if self.deadline is None else min(self.seconds, self.deadline - time.monotonic())
+        await asyncio.sleep(max(0.0, s))
+        return {}
+
+
+@dataclass
+class FaultStep:
+    """Start or stop a registered fault on a target: a resolved `Target`, a
+    scenario `Request` (node references resolved now), or None (stop all)."""
+
+    fault: str
+    stop: bool = False
+    target: Any = None
+    bind_as: str | None = None
+    action: str = ""
+    index: int | None = None
+    id: str | None = None
+
+    async def run(self, ctx: RunContext) -> dict:
+        if ctx.before_fault is not None:
+            await ctx.before_fault()
+        target = self.target
+        if target is not None and hasattr(target, "refs"):  # a scenario Request
+            nodes = {ref: await ctx.node(ref) for ref in target.refs()}
+            target = target.resolve(nodes.__getitem__, ctx.plan)
+        if self.bind_as and target is not None:
+            ctx.aliases[self.bind_as] = target.nodes[0]
+        if self.stop:
+            values = await ctx.nemesis.stop(self.fault, target)
+            out = {"values": values}
+        else:
+            out = {"value": await ctx.nemesis.start(self.fault, target)}
+        if target is not None:
+            out["nodes"] = target.nodes
+            if target.spec == "scripted" and isinstance(out.get("value"), dict) and "grudge" in out["value"]:
+                out["grudge"] = out["value"]["grudge"]
+        return {**out, "done": ctx.history.now(), "done_wall": time.time()}
+
+
+@dataclass
+class Write:
+    key: int
+    count: int = 1
+    acks: str = "all"
+    expect: str = "ok"
+    action: str = "write"
+    index: int | None = None
+    id: str | None = None
+
+    async def run(self, ctx: RunContext) -> dict:
+        from workloads.log import WriteFailed  # the writes of a scenario are the log workload's
+
+        try:
+            return {"writes": await ctx.workload.write(self.key, self.count, self.acks, self.expect, self.index)}
+        except WriteFailed as e:
+            raise StepError(str(e)) from None
+
+
+def label(step) -> str:
+    if step.index is None:
+        return step.action
+    return f"step {step.index} ({step.action}{' ' + step.id if step.id else ''})"
+
+
+async def run_steps(steps: AsyncIterator, ctx: RunContext, describe: Callable[[Any], str] = lambda s: "") -> None:
+    """Execute a step stream in order. Scenario steps (with an index) are
+    logged to ctx.step_log; any failure becomes a StepError naming the step."""
+    async for step in steps:
+        scripted = step.index is not None
+        start = ctx.history.now()
+        if scripted:
+            ctx.log(f"{label(step)}: {describe(step)}".rstrip(": "))
+        try:
+            detail = await step.run(ctx)
+        except StepError as e:
+            raise StepError(f"{label(step)}: {e}") from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            text = str(e) if isinstance(e, (LookupError, ValueError)) else f"{type(e).__name__}: {e}"
+            raise StepError(f"{label(step)}: {text}"[:400]) from None
+        if not scripted:
+            continue
+        entry = {"index": step.index, "action": step.action, "id": step.id, "start": start,
+                 "end": ctx.history.now(), **(detail or {})}
+        entry.setdefault("done_wall", time.time())
+        ctx.step_log.append(entry)
+        if step.id:
+            ctx.step_done[step.id] = (entry.get("done", entry["end"]), entry["done_wall"])
