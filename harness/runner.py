@@ -35,6 +35,7 @@ from harness.sampler import Sampler
 from harness.spec import TestSpec
 from harness.steps import RunContext, StepError, run_steps
 from harness.sut import DUMP, INSPECT, RunShape, Unsupported
+from nemesis.fault import FaultEnv
 
 WORK_ROOT = Path(os.environ.get("HARNESS_WORK_ROOT", "/var/tmp/harness"))
 
@@ -107,27 +108,32 @@ def preflight(spec: TestSpec, program: Program) -> None:
     try:
         for fault in program.faults:
             system.require_fault(fault)
+            kind = registry.fault(fault)
+            if kind.preflight is not None:
+                kind.preflight(spec.backend, system)
         if system.check_settings is not None:
             system.check_settings(spec.settings, spec.options())
-    except Unsupported as e:
+    except (Unsupported, registry.RegistryError) as e:
         raise RunError(str(e)) from None
     except ValueError as e:
         raise RunError(f"--set: {e}") from None
+    except RuntimeError as e:  # a fault's preflight: this machine cannot do it
+        raise RunError(str(e).splitlines()[0]) from None
     if spec.backend == "netns":
         from harness.cluster.netns import host_addresses
         try:
-            host_addresses(spec.subnet, spec.nodes)
+            host_addresses(spec.subnet, spec.nodes, tuple(system.host_plan(spec.nodes, spec.options()).roles.values()))
         except ClusterError as e:
             raise RunError(str(e)) from None
 
 
-def make_cluster(spec: TestSpec, run_id: str, record: RunRecord, work_dir: str):
-    """The backend registered under spec.backend (replog.backends)."""
+def make_cluster(spec: TestSpec, run_id: str, record: RunRecord, work_dir: str, roles: tuple[str, ...]):
+    """The backend registered under spec.backend (replog.backends), with the system's role hosts."""
     try:
         factory = registry.backend(spec.backend).make_cluster
     except (registry.RegistryError, AttributeError) as e:
         raise RunError(f"backend {spec.backend!r} is not available ({e}); use --backend netns") from None
-    return factory(spec, run_id, record, work_dir)
+    return factory(spec, run_id, record, work_dir, roles=roles)
 
 
 def _raise_interrupted(signum, frame):
@@ -159,6 +165,7 @@ class Run:
         self.main_task: asyncio.Task | None = None
         self.db = None
         self.cluster = None
+        self.fault_env = None
         self._ctx: RunContext | None = None
         self.outcome: dict = {}
         self.step_error: str | None = None
@@ -184,7 +191,8 @@ class Run:
         error = None
         try:
             record.save()
-            cluster = make_cluster(spec, self.run_id, record, str(WORK_ROOT / self.run_id))
+            cluster = make_cluster(spec, self.run_id, record, str(WORK_ROOT / self.run_id),
+                                   tuple(self.plan.roles.values()))
             self._run_cluster(cluster)
         except Interrupted as e:
             interrupted = str(e)
@@ -197,6 +205,7 @@ class Run:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
                 self.progress.message("tearing down")
+                self._release_faults()
                 if cluster is not None:
                     cluster.destroy()
                 release(record)  # whatever a failed backend constructor recorded
@@ -260,6 +269,12 @@ class Run:
         shape = RunShape(nodes=spec.nodes, keys=spec.keys, replication_factor=spec.replication_factor,
                          settings=dict(spec.settings))
         self.db = self.system.make_db(cluster, self.plan, shape, spec.options())
+        self.fault_env = FaultEnv(self.db, cluster.remotes, self.plan, spec.nemesis_interval, progress.message,
+                                  cluster=cluster)
+        for fault in self.program.faults:  # before the system starts: mounts, LD_PRELOAD
+            kind = registry.fault(fault)
+            if kind.prepare is not None:
+                kind.prepare(self.fault_env)
         variant = f" ({self.system.variant_option} {spec.variant})" if spec.variant else ""
         progress.message(f"starting {self.system.name}{variant}")
         self.db.setup()
@@ -281,12 +296,26 @@ class Run:
             raise RunError(result["error"].removeprefix("RuntimeError: "))
         progress.message(f"stopping {self.system.name}, collecting logs and dumps")
         self.db.teardown()
+        self._release_faults()
         for node in self.db.hosts:
             self.db.collect(node, run_store.node_dir(self.store, node))
         for node, dump in result.get("dumps", {}).items():
             run_store.write_dump(self.store, node, dump)
         result["findings"] = self.program.findings(self._ctx, self.step_error)
         self.outcome = result
+
+    def _release_faults(self) -> None:
+        """The faults' release hooks (unmount ...), once; never stops the teardown."""
+        env, self.fault_env = self.fault_env, None
+        if env is None:
+            return
+        for fault in self.program.faults:
+            kind = registry.fault(fault)
+            if kind.release is not None:
+                try:
+                    kind.release(env)
+                except Exception as e:
+                    self.progress.message(f"fault {fault}: release failed: {type(e).__name__}: {e}")
 
     def _client_thread(self, cluster, result: dict) -> None:
         try:
@@ -311,13 +340,11 @@ class Run:
         self.progress.message_to_log(f"asyncio: {text}")
 
     async def _drive(self, result: dict) -> None:
-        from nemesis.fault import FaultEnv
         from nemesis.nemesis import Nemesis
 
         spec, progress, history, db, program = self.spec, self.progress, self.history, self.db, self.program
         workload = registry.workload(spec.workload).make(spec, db, history, progress.message)
-        nemesis = Nemesis(FaultEnv(db, self.cluster.remotes, self.plan, spec.nemesis_interval, progress.message),
-                          history, spec.seed, log=progress.message)
+        nemesis = Nemesis(self.fault_env, history, spec.seed, log=progress.message)
         ctx = self._ctx = RunContext(spec=spec, system=self.system, db=db, plan=self.plan, history=history,
                                      nemesis=nemesis, workload=workload, store=self.store, log=progress.message)
         progress.message(f"creating the log ({spec.keys} keys, replication factor {spec.replication_factor})")

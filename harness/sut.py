@@ -169,6 +169,7 @@ class DB(Protocol):
     """A system set up on the hosts of one cluster."""
 
     system: "System"
+    cluster: "Cluster"                 # the hosts it runs on
     nodes: list[str]                   # data nodes n1..nN (fault targets)
     hosts: list[str]                   # every host of the system (nodes + roles)
     process: Process | None

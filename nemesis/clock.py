@@ -198,5 +198,5 @@ class Clock:
 CLOCK_FAULT = FaultKind(name="clock", start="clock", stop="clock-reset", stop_step="clock-reset",
                         colour="#8c564b", needs=(CLOCK,), make=Clock, targets=(ONE, ONE, LEADER),
                         parse_start=parse_start, parse_stop=parse_stop,
-                        extra={"preflight": preflight, "prepare": prepare, "release": release},
+                        preflight=preflight, prepare=prepare, release=release,
                         description="bump or strobe one node's wall clock (libfaketime); clock-reset puts it back")

@@ -55,6 +55,7 @@ class FaultEnv:
     plan: HostPlan
     interval: float = 10.0        # the schedule's interval (random restarts are staggered over half of it)
     log: Callable[[str], None] = lambda m: None
+    cluster: Any = None           # harness.cluster.base.Cluster (layout, record) for faults that install things
 
 
 class Request(Protocol):
@@ -118,6 +119,11 @@ class FaultKind:
     stop_step: str | None = None               # scenario step that stops it (default: `stop`)
     parse_start: Callable[[Any], Request] | None = None   # step argument -> Request (default: nodes)
     parse_stop: Callable[[Any], Request | None] | None = None
+    # Hooks of faults that change the hosts, called by the runner for the faults a run may use:
+    preflight: Callable[[str, Any], None] | None = None   # (backend, System), before any host exists
+    prepare: Callable[[FaultEnv], None] | None = None     # before the system starts (mount, LD_PRELOAD)
+    release: Callable[[FaultEnv], None] | None = None     # after the system stopped (unmount)
+    host_cleanup: Callable[[str], str] | None = None      # shell removing its state under a run folder
     extra: dict = field(default_factory=dict)  # anything else a fault wants to declare
 
     @property

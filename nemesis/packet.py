@@ -238,6 +238,6 @@ def cleanup_script(work_dir: str) -> str:
 
 PACKET = FaultKind(name="packet", start="packet", stop="heal-packet", stop_step="heal-packet", colour="#17becf",
                    make=Packet, targets=(ONE, MINORITY, MAJORITY, ALL), parse_start=parse_start,
-                   parse_stop=parse_stop,
+                   parse_stop=parse_stop, host_cleanup=lambda base_dir: cleanup_script(base_dir + "/work"),
                    description="tc netem on links (delay+jitter, loss, duplication, reordering, corruption, rate): "
                                "all links, the links of some nodes, or between nodes; heal-packet removes it")

@@ -18,7 +18,7 @@ import weakref
 
 from harness.sut import DATA_FILES, PROCESS, require
 from nemesis.fault import FaultKind, Target, choose_nodes
-from nemesis.lazyfs.mounts import FIX, LazyFsError, LazyFsMounts
+from nemesis.lazyfs.mounts import FIX, LazyFsError, LazyFsMounts, unmount_script
 
 _MOUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # db -> LazyFsMounts
 
@@ -110,6 +110,6 @@ class Power:
 
 POWER = FaultKind(name="power", start="power", stop="power-on", stop_step="power-on", colour="#ff7f0e",
                   needs=(PROCESS, DATA_FILES), make=Power,
-                  extra={"preflight": preflight, "prepare": prepare, "release": release},
+                  preflight=preflight, prepare=prepare, release=release, host_cleanup=unmount_script,
                   description="power failure: kill and lose every unsynced write (lazyfs) on one, a minority, "
                               "a majority, all nodes or a leader; power-on restarts them")

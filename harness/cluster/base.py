@@ -5,9 +5,13 @@ A *cluster backend* (netns, docker, ssh) creates hosts and hands out one
 code, start and signal daemons, install iptables rules, fetch logs -- goes
 through `Remote`, so every fault works on every backend.
 
-Each backend module `harness/cluster/<backend>.py` exposes
+Each backend module `harness/cluster/<backend>.py` (registered in
+`replog.backends`) exposes
     make_cluster(spec: harness.spec.TestSpec, run_id: str,
-                 record: harness.cleanup.RunRecord, work_dir: str) -> Cluster
+                 record: harness.cleanup.RunRecord, work_dir: str,
+                 roles: tuple[str, ...] = DEFAULT_ROLES) -> Cluster
+whose hosts are the system's role hosts (`roles`: the replica's `ctl`, none
+for NATS) and the data nodes n1..n<spec.nodes>
 (spec.nodes, spec.subnet, spec.backend_options; `record.add(kind, ...)`
 before creating anything; `work_dir` is the per-run scratch folder on the
 hosts for data dirs and logs, which becomes `layout.work_dir`).
@@ -24,11 +28,11 @@ from typing import Protocol, runtime_checkable
 
 from harness.remote import ClusterError  # noqa: F401 - the backends' error, re-exported
 
-CONTROLLER = "ctl"
+DEFAULT_ROLES = ("ctl",)  # role hosts when a caller names none (the replica's controller)
 
 
-def broker_names(n: int) -> list[str]:
-    """Host names of the brokers: n1..nN (broker id i runs on host n<i>)."""
+def data_node_names(n: int) -> list[str]:
+    """Host names of the data nodes: n1..nN."""
     return [f"n{i}" for i in range(1, n + 1)]
 
 
@@ -83,7 +87,7 @@ class HostLayout:
 
 @runtime_checkable
 class Cluster(Protocol):
-    """A set of hosts for one run: `ctl` (controller) and n1..nN (brokers).
+    """A set of hosts for one run: the system's role hosts and n1..nN.
 
     Lifecycle: create() -> use remotes -> destroy(). destroy() is idempotent
     and must also work after a partial create(). Backends record what they
@@ -100,7 +104,8 @@ class Cluster(Protocol):
         ...
 
     def install_code(self, repo_dir: str) -> None:
-        """Make <repo_dir>/replica importable on every host under layout.code_dir."""
+        """Make the packages under repo_dir importable on every host under
+        layout.code_dir (the folders the system declares in System.code)."""
         ...
 
     def enter_client_network(self) -> None:
@@ -124,11 +129,14 @@ class ClusterSpec:
     extra: dict = field(default_factory=dict)  # backend-specific options
 
 
-def address_plan(subnet: str, nodes: int, example: str) -> tuple[str, dict[str, str]]:
+def address_plan(subnet: str, nodes: int, example: str,
+                 roles: tuple[str, ...] | list[str] = DEFAULT_ROLES) -> tuple[str, dict[str, str]]:
     """The host addresses every backend uses in its subnet: (first address,
-    {ctl: second, n<i>: tenth + i}). The first address is the harness side
-    (the client namespace on netns, the bridge gateway on docker). A bad or
-    too small subnet is a ClusterError that suggests `example`."""
+    {role host j: second + j, n<i>: tenth + i}). The first address is the
+    harness side (the client namespace on netns, the bridge gateway on docker).
+    A bad or too small subnet is a ClusterError that suggests `example`."""
+    if len(roles) > 8:
+        raise ClusterError(f"{len(roles)} role hosts: at most 8 fit before n1's address")
     try:
         net = ipaddress.ip_network(subnet, strict=False)
     except ValueError as e:
@@ -136,7 +144,7 @@ def address_plan(subnet: str, nodes: int, example: str) -> tuple[str, dict[str, 
     if net.version != 4 or net.num_addresses < 16 + nodes:
         raise ClusterError(f"--subnet {subnet} is too small; use an IPv4 /27 or larger, e.g. {example}")
     base = net.network_address
-    out = {CONTROLLER: str(base + 2)}
-    for i, name in enumerate(broker_names(nodes), start=1):
+    out = {role: str(base + 2 + j) for j, role in enumerate(roles)}
+    for i, name in enumerate(data_node_names(nodes), start=1):
         out[name] = str(base + 10 + i)
     return str(base + 1), out

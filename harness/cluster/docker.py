@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import paramiko
 
 from harness.cleanup import RunRecord, _proc_start_time, pid_alive
-from harness.cluster.base import ClusterError, HostLayout, address_plan
+from harness.cluster.base import DEFAULT_ROLES, ClusterError, HostLayout, address_plan
 from harness.cluster.ssh import SshHosts
 from harness.remote.ssh import (GeneratedEd25519Key, SshRemote, SshUnreachable, new_ed25519_key,
                                  public_line)
@@ -62,10 +62,10 @@ def docker_client(base_url: str | None = None):
                            "scripts/ensure-docker.sh, or use --backend netns") from None
 
 
-def host_addresses(subnet: str, nodes: int) -> tuple[str, dict[str, str]]:
+def host_addresses(subnet: str, nodes: int, roles=DEFAULT_ROLES) -> tuple[str, dict[str, str]]:
     """(gateway, {host: ip}): the harness side of the bridge is the first
     address; the hosts as on netns (base.address_plan)."""
-    return address_plan(subnet, nodes, DEFAULT_SUBNET)
+    return address_plan(subnet, nodes, DEFAULT_SUBNET, roles)
 
 
 class DockerCluster(SshHosts):
@@ -75,10 +75,11 @@ class DockerCluster(SshHosts):
 
     def __init__(self, run_id: str, nodes: int, record: RunRecord, subnet: str | None = None,
                  image: str = DEFAULT_IMAGE, docker_url: str | None = None,
-                 layout: HostLayout | None = None, fuse: bool = False):
+                 layout: HostLayout | None = None, fuse: bool = False, roles=DEFAULT_ROLES):
         self.run_id = run_id
         self.fuse = fuse  # /dev/fuse and CAP_SYS_ADMIN in the containers (lazyfs, for power faults)
         self.nodes = nodes
+        self.roles = tuple(roles)
         self.record = record
         # None: the first free /24 from DEFAULT_SUBNET on, so that runs can
         # share the engine; an explicit subnet is used as given or refused.
@@ -95,7 +96,7 @@ class DockerCluster(SshHosts):
         self._network = None
 
     def _set_subnet(self, subnet: str) -> None:
-        self.gateway, self.addresses = host_addresses(subnet, self.nodes)  # validates the subnet
+        self.gateway, self.addresses = host_addresses(subnet, self.nodes, self.roles)  # validates the subnet
         self.subnet = str(ipaddress.ip_network(subnet, strict=False))
 
     def _create_network(self, client, labels: dict):
@@ -310,7 +311,7 @@ def _short(e: Exception) -> str:
     return " ".join(str(text).split())[:300]
 
 
-def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> DockerCluster:
+def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str, roles=DEFAULT_ROLES) -> DockerCluster:
     """The runner's factory. The subnet is the spec's only when set
     explicitly (its default is the netns one), else the first free /24 of
     AUTO_RANGE; backend_options may give
@@ -320,4 +321,5 @@ def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> DockerC
     subnet = opts.get("subnet") or (spec.subnet if "subnet" in spec.model_fields_set else None)
     fuse = "power" in (getattr(spec, "nemesis", None) or []) or bool(opts.get("fuse"))
     return DockerCluster(run_id, spec.nodes, record, subnet=subnet,
-                         image=opts.get("image", DEFAULT_IMAGE), docker_url=opts.get("docker_url"), fuse=fuse)
+                         image=opts.get("image", DEFAULT_IMAGE), docker_url=opts.get("docker_url"), fuse=fuse,
+                         roles=roles)

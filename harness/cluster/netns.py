@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from harness.cleanup import RunRecord, release
-from harness.cluster.base import ClusterError, HostLayout, address_plan
+from harness.cluster.base import DEFAULT_ROLES, ClusterError, HostLayout, address_plan
 from harness.remote.local import LocalRemote
 
 CLIENT_HOST = "cl"
@@ -30,9 +30,9 @@ def require_root() -> None:
                            "run as root, e.g. with sudo")
 
 
-def host_addresses(subnet: str, nodes: int) -> dict[str, str]:
-    """cl = first host address, ctl = second, n<i> = tenth + i (base.address_plan)."""
-    client, hosts = address_plan(subnet, nodes, "10.210.0.0/24")
+def host_addresses(subnet: str, nodes: int, roles=DEFAULT_ROLES) -> dict[str, str]:
+    """cl = first host address, role hosts from the second, n<i> = tenth + i (base.address_plan)."""
+    client, hosts = address_plan(subnet, nodes, "10.210.0.0/24", roles)
     return {CLIENT_HOST: client, **hosts}
 
 
@@ -47,13 +47,13 @@ class NetnsCluster:
     the repository checkout (no copy) with this interpreter."""
 
     def __init__(self, run_id: str, nodes: int, subnet: str, record: RunRecord,
-                 work_dir: str, python: str | None = None):
+                 work_dir: str, python: str | None = None, roles=DEFAULT_ROLES):
         require_root()
         self.run_id = run_id
         self.nodes = nodes
         self.subnet = subnet
         self.record = record
-        self.addresses = host_addresses(subnet, nodes)
+        self.addresses = host_addresses(subnet, nodes, roles)
         self.prefix_len = ipaddress.ip_network(subnet, strict=False).prefixlen
         self.bridge = f"hxb{run_id}"
         self.layout = HostLayout(python=python or _default_python(), code_dir="", work_dir=work_dir)
@@ -124,6 +124,6 @@ def _default_python() -> str:
     return sys.executable or "python3"
 
 
-def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> NetnsCluster:
+def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str, roles=DEFAULT_ROLES) -> NetnsCluster:
     """The backend entry point (replog.backends): hosts n1..N plus the system's role hosts."""
-    return NetnsCluster(run_id, spec.nodes, spec.subnet, record, work_dir)
+    return NetnsCluster(run_id, spec.nodes, spec.subnet, record, work_dir, roles=tuple(roles))

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import paramiko
 
 from harness.cleanup import RunRecord
-from harness.cluster.base import CONTROLLER, NEMESIS_CHAIN, ClusterError, HostLayout, broker_names
+from harness.cluster.base import DEFAULT_ROLES, NEMESIS_CHAIN, ClusterError, HostLayout, data_node_names
 from harness.remote.ssh import SshRemote
 
 
@@ -81,23 +81,25 @@ def load_known_hosts(path: str) -> paramiko.HostKeys:
                            "known_hosts file") from None
 
 
-def parse_nodes(nodes: str | list[str]) -> dict[str, tuple[str, int]]:
-    """`--nodes` -> {name: (host, port)}. Plain entries: first is ctl, then
-    n1..nN; `name=host[:port]` entries name the host explicitly."""
+def parse_nodes(nodes: str | list[str], roles=DEFAULT_ROLES) -> dict[str, tuple[str, int]]:
+    """`--nodes` -> {name: (host, port)}. Plain entries: the role hosts first
+    (the replica's ctl), then n1..nN; `name=host[:port]` entries name the host explicitly."""
+    roles = list(roles)
     items = [x.strip() for x in (nodes.split(",") if isinstance(nodes, str) else nodes) if x.strip()]
-    if len(items) < 2:
-        raise ClusterError(f"--nodes {','.join(items) or '(empty)'}: need at least two hosts, "
-                           "the controller first, then the brokers (e.g. --nodes h0,h1,h2,h3)")
+    if len(items) < len(roles) + 1:
+        first = f"{', '.join(roles)} first, then " if roles else ""
+        raise ClusterError(f"--nodes {','.join(items) or '(empty)'}: need at least {len(roles) + 1} hosts, "
+                           f"{first}the data nodes (e.g. --nodes h0,h1,h2,h3)")
     named = [x for x in items if "=" in x]
     if named and len(named) != len(items):
         raise ClusterError("--nodes: name all hosts (ctl=h0,n1=h1,...) or none")
     if named:
         pairs = [tuple(x.split("=", 1)) for x in items]
-        expected = {CONTROLLER, *broker_names(len(items) - 1)}
+        expected = {*roles, *data_node_names(len(items) - len(roles))}
         if {n for n, _ in pairs} != expected:
             raise ClusterError(f"--nodes: names must be {', '.join(sorted(expected))}")
     else:
-        pairs = list(zip([CONTROLLER, *broker_names(len(items) - 1)], items))
+        pairs = list(zip([*roles, *data_node_names(len(items) - len(roles))], items))
     out = {}
     for name, spec in pairs:
         host, port = spec, 22
@@ -124,11 +126,11 @@ class SshCluster(SshHosts):
 
     def __init__(self, run_id: str, nodes: str | list[str], record: RunRecord, user: str = "root",
                  key_path: str = "~/.ssh/id_ed25519", known_hosts: str = "~/.ssh/known_hosts",
-                 python: str = "python3", connect_timeout: float = 10.0):
+                 python: str = "python3", connect_timeout: float = 10.0, roles=DEFAULT_ROLES):
         self.run_id = run_id
         self.record = record
-        self.hosts = parse_nodes(nodes)
-        self.nodes = len(self.hosts) - 1
+        self.hosts = parse_nodes(nodes, roles)
+        self.nodes = len(self.hosts) - len(roles)
         self.user = user
         self.key_path = os.path.expanduser(key_path)
         self.known_hosts = os.path.expanduser(known_hosts)
@@ -236,9 +238,9 @@ def release_ssh(resources: list[dict]) -> list[str]:
     return done
 
 
-def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> SshCluster:
+def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str, roles=DEFAULT_ROLES) -> SshCluster:
     """The runner's factory; spec.backend_options carries `hosts` (the
-    --hosts list: ctl first), `ssh_user`, `ssh_key`, `known_hosts`."""
+    --hosts list: the role hosts first), `ssh_user`, `ssh_key`, `known_hosts`."""
     opts = dict(spec.backend_options or {})
     hosts = opts.get("hosts") or opts.get("nodes")
     if not hosts:
@@ -246,9 +248,10 @@ def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str) -> SshClus
                            "(backend_options.hosts in a spec file)")
     cluster = SshCluster(run_id, hosts, record, user=opts.get("ssh_user", "root"),
                          key_path=opts.get("ssh_key", "~/.ssh/id_ed25519"),
-                         known_hosts=opts.get("known_hosts", "~/.ssh/known_hosts"))
+                         known_hosts=opts.get("known_hosts", "~/.ssh/known_hosts"), roles=roles)
     if cluster.nodes != spec.nodes:
-        raise ClusterError(f"{cluster.nodes + 1} hosts given (ctl + {cluster.nodes} brokers) but the "
+        given = " + ".join([*roles, f"{cluster.nodes} data nodes"])
+        raise ClusterError(f"{cluster.nodes + len(roles)} hosts given ({given}) but the "
                            f"spec has nodes={spec.nodes}; pass --nodes {cluster.nodes} or "
-                           f"{spec.nodes + 1} hosts")
+                           f"{spec.nodes + len(roles)} hosts")
     return cluster

@@ -48,7 +48,7 @@ def test_bump_and_strobe_move_only_the_wall_clock(tmp_path):
     remote = LocalRemote("n1", "127.0.0.1")
     db = Node(tmp_path)
     env = FaultEnv(db=db, remotes={"n1": remote}, plan=HostPlan(["n1"]), interval=2.0)
-    CLOCK_FAULT.extra["prepare"](env)
+    CLOCK_FAULT.prepare(env)
     log = tmp_path / "probe.log"
     remote.start_daemon("probe", [sys.executable, "-c", PROBE], str(log), env=db.env["n1"])
     try:
