@@ -65,8 +65,6 @@ def _entry(module: str, name: str):
         fail(f"{module}.{name} is not available yet ({e})")
 
 
-ERAS = ("hw", "kip101", "epoch")
-BACKENDS = ("netns", "docker", "ssh")
 ENGINES = ("local", "spark")
 ACKS = ("0", "1", "all")
 
@@ -76,6 +74,17 @@ def choice(*allowed: str):
     def check(value):
         if value is not None and value not in allowed:
             raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+    return check
+
+
+def registered(group: str):
+    """A callback that refuses names not registered in an entry-point group (harness/registry.py)."""
+    def check(value):
+        from harness import registry
+
+        if value is not None and value not in registry.names(group):
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(registry.names(group))}")
         return value
     return check
 
@@ -153,7 +162,8 @@ def run(
     concurrency: Optional[int] = typer.Option(None, help="client processes (default 10)"),
     rate: Optional[float] = typer.Option(None, help="target ops/s over all clients (default 100)"),
     acks: Optional[str] = typer.Option(None, help="0 | 1 | all (default all)", callback=choice(*ACKS)),
-    backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)", callback=choice(*BACKENDS)),
+    backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)",
+                                          callback=registered("replog.backends")),
     subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24; docker: first free /24 of 10.211.0.0/16)"),
     hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
     ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
@@ -391,10 +401,10 @@ def serve(
 @app.command()
 def scenario(
     name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
-    era: Optional[str] = typer.Option(None, help="hw | kip101 | epoch", callback=choice(*ERAS)),
+    era: Optional[str] = typer.Option(None, help="the variant of the scenario's system (replica: hw | kip101 | epoch)"),
     file: Optional[Path] = typer.Option(None, "--file", help="your own scenario script (YAML)"),
     list_: bool = typer.Option(False, "--list", help="list the library with the expected verdicts"),
-    backend: str = typer.Option("netns", help="netns | docker | ssh", callback=choice(*BACKENDS)),
+    backend: str = typer.Option("netns", help="netns | docker | ssh", callback=registered("replog.backends")),
     expect: bool = typer.Option(False, "--expect", help="exit 0 iff the verdict is the declared one (CI)"),
     store_root: str = typer.Option("store", "--store", help="store root directory"),
     subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24)"),

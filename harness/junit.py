@@ -47,11 +47,12 @@ def run_case(store: Path | None, classname: str | None = None, message_prefix: s
         return Case(classname or "harness", "run", "error", "the run did not start (no store)")
     from harness.verdict import summary
     test, results = _read(store / "test.json"), _read(store / "results.json")
-    scenario = (_read(store / "scenario-results.json").get("scenario") or {}).get("name") \
-        or (results.get("scenario") or {}).get("name")
+    from harness.store import read_scenario_section
+    scenario = (read_scenario_section(store) or {}).get("name")
+    variant = test.get("variant") or test.get("era")
     if classname is None:
-        classname = f"{scenario}/{test.get('era')}" if scenario else \
-            f"{test.get('sut') or test.get('system') or 'replica'}/{test.get('era')}/{'+'.join(test.get('nemesis') or []) or 'none'}"
+        classname = f"{scenario}/{variant}" if scenario else \
+            f"{test.get('system') or 'replica'}/{variant}/{'+'.join(test.get('nemesis') or []) or 'none'}"
     seed = test.get("seed")
     valid = results.get("valid") if results else None
     report = store / "report.html"

@@ -3,9 +3,9 @@
 Each run was already checked in-process when it ended (so a run's exit code
 and --stop-on-first-invalid mean something while the campaign goes on); the
 Spark job at the end is the campaign's verdict, as `harness campaign check`
-has always done: `checkers.store.check_campaign` writes each results.json.
-A scenario run's verdict also depends on what its script allows, kept in
-`scenario-results.json`; it is put back into results.json after the job.
+has always done: `harness.verdict.check_stores` checks them and writes each
+results.json (a scenario run keeps its scenario verdict: its findings in
+results.json are re-judged with the new checker results).
 A report is rebuilt when the verdict or the anomaly counts changed, or when
 it is missing.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import verdict
 from harness.campaign.verdicts import anomaly_counts, read_json
-from harness.store import write_json
 
 
 class CheckError(RuntimeError):
@@ -29,15 +29,13 @@ def check_stores(stores: list[Path], master: str | None = None, log=print, engin
     """
     if not stores:
         return {}
-    from checkers.store import check_campaign, check_store
-
     before = {str(s): read_json(s / "results.json") for s in stores}
     log(f"checking {len(stores)} runs " + ("in one Spark job" if engine == "spark" else "in-process"))
     try:
         if engine == "spark":
-            found = check_campaign([str(s) for s in stores], master=master, skip_bad=True)
+            found = verdict.check_stores([str(s) for s in stores], master=master, skip_bad=True)
         else:
-            found = {str(s): check_store(str(s), engine="local") for s in stores}
+            found = {str(s): verdict.check_store(s, engine="local") for s in stores}
     except Exception as e:  # a missing JVM or master is one line, and the runs keep their own results
         raise CheckError(f"the {engine} check failed ({type(e).__name__}: {str(e).splitlines()[0][:300]}); "
                          f"each run keeps the results of its own check") from None
@@ -45,11 +43,6 @@ def check_stores(stores: list[Path], master: str | None = None, log=print, engin
         results = found.get(str(store))
         if results is None:
             continue
-        sc = read_json(store / "scenario-results.json")
-        if sc and isinstance(sc.get("scenario"), dict):
-            results = {**results, "valid": sc.get("valid"), "scenario": sc["scenario"]}
-            write_json(store / "results.json", results)
-            found[str(store)] = results
         old = before.get(str(store))
         if old is None or _changed(old, results) or not (store / "report.html").is_file():
             _report(store, log)

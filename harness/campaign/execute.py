@@ -70,16 +70,13 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
     if "netns" in campaign.backends and os.geteuid() != 0:
         raise CampaignError("the netns backend needs root (network namespaces, veths, iptables): run as root")
     from harness.spec import SpecError, build_spec
-    try:  # every era with the file's options and settings makes a valid run spec
-        from replica.config import ConfigError, build
-    except ImportError:
-        build, ConfigError = None, ValueError
-    for era in campaign.eras:
+    for era in campaign.eras:  # every era with the file's options and settings makes a valid run spec
         try:
-            build_spec(None, era=era, **campaign.options)
-            if build is not None:
-                build(era, {**campaign.settings})
-        except (SpecError, ConfigError) as e:
+            spec = build_spec(None, era=era, **campaign.options)
+            system = spec.system_def()
+            if system.check_settings is not None:  # the system's own setting names and types
+                system.check_settings({**campaign.settings}, spec.options())
+        except (SpecError, ValueError) as e:
             raise CampaignError(f"campaign file {file}: field 'options'/'settings' with era {era}: {e}") from None
     for faults in campaign.nemesis:
         try:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.spec import FAULTS, SpecError, TestSpec, load_spec_file
+from harness import registry
+from harness.spec import SpecError, TestSpec, load_spec_file
 
 AXES = ("system", "era", "nemesis", "workload", "scenario", "backend")
 # `harness run` fields a campaign sets itself (axes, seeds, where the store goes)
@@ -36,15 +37,12 @@ def parse_duration(text: str | float | int) -> float:
 
 
 def known(kind: str) -> list[str]:
-    """Registered names (harness.registry entry points) or the built-in ones."""
-    builtin = {"system": ["replica"], "workload": ["log"], "fault": list(FAULTS)}[kind]
-    try:
-        from harness import registry
-        group = {"system": registry.SYSTEMS, "workload": registry.WORKLOADS, "fault": registry.FAULTS}[kind]
-        found = registry.names(group)
-    except (ImportError, AttributeError):
-        found = []
-    return sorted(set(found) | set(builtin))
+    """Registered names (harness.registry entry points); `era`: every system's variants."""
+    if kind == "era":
+        return sorted({v for s in registry.load_all(registry.SYSTEMS).values() for v in s.variants})
+    group = {"system": registry.SYSTEMS, "workload": registry.WORKLOADS, "fault": registry.FAULTS,
+             "backend": registry.BACKENDS}[kind]
+    return registry.names(group)
 
 
 class ExpectRule(BaseModel):
@@ -88,11 +86,13 @@ class CampaignFile(BaseModel):
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     systems: list[str] = Field(default_factory=lambda: ["replica"], min_length=1)
-    eras: list[Literal["hw", "kip101", "epoch"]] = Field(default_factory=lambda: ["epoch"], min_length=1)
+    eras: list[Annotated[str, AfterValidator(lambda v: _known_name(v, "era"))]] = Field(
+        default_factory=lambda: ["epoch"], min_length=1)
     nemesis: list[list[str]] = Field(default_factory=lambda: [[]], min_length=1)
     workloads: list[str] = Field(default_factory=lambda: ["log"])
     scenarios: list[str] = Field(default_factory=list)
-    backends: list[Literal["netns", "docker", "ssh"]] = Field(default_factory=lambda: ["netns"], min_length=1)
+    backends: list[Annotated[str, AfterValidator(lambda v: _known_name(v, "backend"))]] = Field(
+        default_factory=lambda: ["netns"], min_length=1)
     seeds: list[int] | None = Field(None, min_length=1)
     runs: int = Field(1, ge=1, le=10000, description="runs per cell when no seeds are listed")
     time_limit: float = Field(60.0, gt=0)
@@ -122,6 +122,8 @@ class CampaignFile(BaseModel):
     @classmethod
     def _workloads(cls, v):
         return _known_names(v, "workload")
+
+
 
     @field_validator("scenarios")
     @classmethod
@@ -164,6 +166,14 @@ class CampaignFile(BaseModel):
         if net.prefixlen > 24:
             raise ValueError(f"{v!r} is smaller than a /24; give a /16 to /24 network")
         return v
+
+
+def _known_name(name: str, kind: str) -> str:
+    """One registered name (a list item keeps its index in the error's field)."""
+    names = known(kind)
+    if name not in names:
+        raise ValueError(f"{name!r} is not one of {', '.join(names)}")
+    return name
 
 
 def _known_names(v: list[str], kind: str) -> list[str]:

@@ -39,9 +39,9 @@ def run_verdict(store: Path | None, scenario: bool) -> dict:
     if results.get("error"):
         out["note"] = str(results["error"]).splitlines()[0][:300]
     if scenario:
-        sc = read_json(store / "scenario-results.json") or {}
-        block = sc.get("scenario") or results.get("scenario") or {}
-        out["verdict"] = verdict_word(sc.get("valid", results.get("valid")))
+        sc = read_json(store / "scenario-results.json") or {}  # stores written before results.json kept it
+        block = results.get("scenario") or sc.get("scenario") or {}
+        out["verdict"] = verdict_word(results.get("valid") if results.get("scenario") else sc.get("valid", results.get("valid")))
         out["as_expected"] = block.get("as_expected")
         out["expected"] = block.get("expected")
     return out

@@ -26,7 +26,7 @@ class NatsOptions(SystemOptions):
 def _make_db(cluster, plan, shape, options):
     from systems.nats.db import NatsDb
 
-    return NatsDb(cluster, plan, shape, options)
+    return NatsDb(cluster, plan, shape, options, SYSTEM)
 
 
 def check_settings(settings: dict, options: NatsOptions) -> None:

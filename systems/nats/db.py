@@ -36,10 +36,8 @@ class NatsMissing(ClusterError):
 
 
 class NatsDb:
-    def __init__(self, cluster, plan: HostPlan, shape: RunShape, options):
-        from systems.nats import SYSTEM
-
-        self.system = SYSTEM
+    def __init__(self, cluster, plan: HostPlan, shape: RunShape, options, system):
+        self.system = system
         self.cluster = cluster
         self.options = options
         self.nodes = list(plan.nodes)

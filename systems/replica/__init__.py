@@ -23,7 +23,7 @@ class ReplicaOptions(SystemOptions):
 def _make_db(cluster, plan, shape, options):
     from systems.replica.db import ReplicaDb
 
-    return ReplicaDb(cluster, plan, shape, options)
+    return ReplicaDb(cluster, plan, shape, options, SYSTEM)
 
 
 def check_settings(settings: dict, options: ReplicaOptions) -> None:

@@ -21,10 +21,8 @@ REPO_DIR = Path(__file__).resolve().parents[2]  # the folder that contains repli
 
 
 class ReplicaDb:
-    def __init__(self, cluster, plan: HostPlan, shape: RunShape, options):
-        from systems.replica import SYSTEM
-
-        self.system = SYSTEM
+    def __init__(self, cluster, plan: HostPlan, shape: RunShape, options, system):
+        self.system = system
         self.cluster = cluster
         self.era = options.era
         self.controller = plan.roles["controller"]
