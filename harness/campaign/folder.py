@@ -59,7 +59,7 @@ class RunState:
 
 class CampaignFolder:
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+        self.path = Path(path).resolve()  # the page, JUnit and events name absolute stores
         self.plan: dict = json.loads((self.path / PLAN).read_text())
 
     # ------------------------------------------------------------ making one
