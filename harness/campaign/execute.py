@@ -183,7 +183,7 @@ class Scheduler:
         seconds = round(time.monotonic() - child.started, 1)
         store = run_store(child.attempt_dir)
         cell = self.cells[child.run_id.rsplit("/", 1)[0]]
-        v = run_verdict(store, cell["kind"] == "scenario")
+        v = run_verdict(store, cell["kind"] == "scenario", cell.get("checkers"))
         self.folder.append({"event": "run-end", "run": child.run_id, "attempt": child.attempt, "exit": code,
                             "complete": store is not None and (store / "results.json").is_file(),
                             "store": str(store.relative_to(self.folder.path)) if store else None,

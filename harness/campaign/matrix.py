@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field
 
-from harness.campaign.spec import CampaignFile
+from harness.campaign.spec import CampaignFile, ExpectRule
 
 ERA_SYSTEMS = {"replica"}  # systems whose runs take --era (the replica's protocol generations)
 SCENARIO_SYSTEM = "replica"  # the scenario library scripts the replica
@@ -31,6 +31,7 @@ class Cell:
     backend: str
     expect: str                     # valid | invalid | any | scenario (the library's verdict for the era)
     why: str = ""
+    checkers: list[str] | None = None                # judge runs on these checkers only (None: all)
     runs: list[dict] = field(default_factory=list)   # {"id", "seed", "index"}
 
     @property
@@ -63,12 +64,12 @@ def derived_seed(salt: str, cell: str, index: int) -> int:
     return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
 
 
-def expectation(campaign: CampaignFile, axes: dict, default: str) -> tuple[str, str]:
-    """(verdict, why) of the first rule whose `where` matches the cell."""
+def matching_rule(campaign: CampaignFile, axes: dict) -> ExpectRule | None:
+    """The first rule whose `where` matches the cell."""
     for rule in campaign.expect:
         if all(_matches(axes.get(k), want) for k, want in rule.where.items()):
-            return rule.verdict, rule.why
-    return default, ""
+            return rule
+    return None
 
 
 def _matches(value, want) -> bool:
@@ -97,8 +98,7 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
             for backend in campaign.backends:
                 cid = cell_id("scenario", scenario, era, backend if backend != "netns" else None)
                 cell = _cell(campaign, cid, "scenario", SCENARIO_SYSTEM, era, [], None, scenario, backend)
-                ruled = expectation(campaign, cell.axes(), "")[0] != ""
-                if cell.expect != "any" or ruled:  # an era the library does not assert, no rule: left out
+                if cell.expect != "any" or matching_rule(campaign, cell.axes()) is not None:  # an era the library does not assert, no rule: left out
                     cells.append(cell)
     for cell in cells:
         for i in range(count):
@@ -120,11 +120,12 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
 def _cell(campaign, cid, kind, system, era, nemesis, workload, scenario, backend) -> Cell:
     axes = {"system": system, "era": era, "nemesis": nemesis, "workload": workload, "scenario": scenario,
             "backend": backend}
-    default = "scenario" if kind == "scenario" else "valid"
-    verdict, why = expectation(campaign, axes, default)
+    rule = matching_rule(campaign, axes)
+    verdict, why = (rule.verdict, rule.why) if rule else ("scenario" if kind == "scenario" else "valid", "")
     if verdict == "scenario":
         verdict, why = _scenario_expectation(scenario, era)
-    return Cell(cid, kind, system, era, list(nemesis), workload, scenario, backend, verdict, why)
+    return Cell(cid, kind, system, era, list(nemesis), workload, scenario, backend, verdict, why,
+                checkers=list(rule.checkers) if rule and rule.checkers else None)
 
 
 def _scenario_expectation(name: str, era: str) -> tuple[str, str]:

@@ -39,7 +39,7 @@ def run_rows(folder: CampaignFolder, cell: dict, states: dict) -> list[dict]:
             rows.append({**row, "verdict": "not-run", "anomalies": {}})
             continue
         store = folder.path / st.end["store"] if st.end.get("store") else None
-        row.update(run_verdict(store, cell["kind"] == "scenario"))
+        row.update(run_verdict(store, cell["kind"] == "scenario", cell.get("checkers")))
         row.update({"exit": st.end.get("exit"), "seconds": st.end.get("seconds"),
                     "store": st.end.get("store"), "attempt": st.end.get("attempt")})
         if store is not None:
@@ -87,6 +87,7 @@ def summarize(folder: CampaignFolder, notes: list[str] | None = None) -> dict:
         mixed = counts["valid"] > 0 and counts["invalid"] > 0
         cells.append({**{k: cell[k] for k in ("id", "label", "kind", "system", "era", "nemesis", "workload",
                                               "scenario", "backend", "expect", "why")},
+                      "checkers": cell.get("checkers"),
                       "runs": runs, "counts": {"planned": len(runs), "done": len(done), **counts},
                       "with_anomaly": sum(1 for r in done if r["anomalies"]),
                       "ttfa_median_s": median(ttfa), "status": status, "as_expected": status == OK,

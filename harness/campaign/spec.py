@@ -52,6 +52,8 @@ class ExpectRule(BaseModel):
     where: dict[str, Any] = Field(default_factory=dict)
     verdict: Literal["valid", "invalid", "any"]
     why: str = ""
+    checkers: list[str] | None = Field(None, min_length=1, description="judge runs on these checkers only "
+                                       "(e.g. [log] for a system without replica dumps)")
 
     @field_validator("where")
     @classmethod

@@ -27,8 +27,12 @@ def verdict_word(valid) -> str:
     return "valid" if valid is True else "invalid" if valid is False else "unknown"
 
 
-def run_verdict(store: Path | None, scenario: bool) -> dict:
-    """{"verdict", "as_expected" (scenario runs), "anomalies" {name: count}, "ops"} of one run dir."""
+def run_verdict(store: Path | None, scenario: bool, checkers: list[str] | None = None) -> dict:
+    """{"verdict", "as_expected" (scenario runs), "anomalies" {name: count}, "ops"} of one run dir.
+
+    With `checkers`, the verdict is theirs alone (False if one is False, True
+    if all are True, else unknown), for systems some checker cannot judge.
+    """
     if store is None:
         return {"verdict": "unknown", "anomalies": {}, "note": "no run directory"}
     results = read_json(store / "results.json")
@@ -38,6 +42,10 @@ def run_verdict(store: Path | None, scenario: bool) -> dict:
            "ops": (results.get("stats") or {}).get("ops")}
     if results.get("error"):
         out["note"] = str(results["error"]).splitlines()[0][:300]
+    if checkers:
+        found = [((results.get("checkers") or {}).get(name) or {}).get("valid") for name in checkers]
+        out["verdict"] = "invalid" if False in found else "valid" if all(v is True for v in found) else "unknown"
+        out["note"] = f"judged on {', '.join(checkers)}" + (f"; {out['note']}" if out.get("note") else "")
     if scenario:
         sc = read_json(store / "scenario-results.json") or {}  # stores written before results.json kept it
         block = results.get("scenario") or sc.get("scenario") or {}

@@ -138,3 +138,20 @@ def test_budget_too_small_runs_nothing_and_says_so(tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     assert [c["status"] for c in summary["cells"]] == ["not-run"] and "budget spent" in summary["notes"]
     assert (tmp_path / "j.xml").read_text().count("<skipped") == 2
+
+
+def test_a_rule_can_judge_on_some_checkers(tmp_path):
+    """A system without replica dumps (NATS) is judged on the log checker alone."""
+    from harness.campaign.verdicts import run_verdict
+    path = tmp_path / "n.yaml"
+    path.write_text("systems: [replica, nats]\neras: [epoch]\nnemesis: [kill]\n"
+                    "expect: [{where: {system: nats}, verdict: valid, checkers: [log]}]\n")
+    cells = {c.id: c for c in expand(load_campaign(path), "salt")}
+    assert cells["nats-kill"].checkers == ["log"] and cells["nats-kill"].era is None
+    assert cells["replica-epoch-kill"].checkers is None
+    store = tmp_path / "run"
+    store.mkdir()
+    (store / "results.json").write_text(json.dumps(
+        {"valid": "unknown", "checkers": {"log": {"valid": True}, "replica-diff": {"valid": "unknown"}}}))
+    assert run_verdict(store, False)["verdict"] == "unknown"
+    assert run_verdict(store, False, ["log"])["verdict"] == "valid"
