@@ -42,12 +42,21 @@ class ClockUnavailable(RuntimeError):
 
 def preflight(backend: str, system) -> None:
     system.require(CLOCK, "fault clock (the process must read time through the C library)")
-    if backend == "netns" and not any(os.path.exists(p) for p in LIBS):
+    if backend == "netns" and not any(_elf(p) for p in LIBS):
         raise ClockUnavailable(f"fault clock: this machine (netns backend) has no libfaketime; {FIX}")
 
 
+def _elf(path: str) -> bool:
+    """A shared object is there (not loaded: that would fake the harness's own clock)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 def _lib(remote) -> str:
-    out = remote.run(["sh", "-c", "for f in " + " ".join(LIBS) + "; do [ -e $f ] && echo $f && break; done; true"],
+    out = remote.run(["sh", "-c", "for f in " + " ".join(LIBS) + "; do [ -s $f ] && echo $f && break; done; true"],
                      check=False)
     lib = out.stdout.strip()
     if not lib:

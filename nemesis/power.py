@@ -13,6 +13,7 @@ restarts whatever is still down).
 from __future__ import annotations
 
 import os
+import stat
 import time
 import weakref
 
@@ -27,10 +28,19 @@ class FaultUnavailable(RuntimeError):
     """This fault cannot run here; one line naming fault, host and fix."""
 
 
+def fuse_device(path: str) -> bool:
+    """A FUSE character device (10, 229) is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (10, 229)
+
+
 def preflight(backend: str, system) -> None:
     """Before any host exists: what can be checked from the harness machine."""
     system.require(DATA_FILES, "fault power")
-    if backend in ("netns", "docker") and not os.path.exists("/dev/fuse"):
+    if backend in ("netns", "docker") and not fuse_device("/dev/fuse"):
         raise FaultUnavailable(f"fault power: this machine ({backend} backend) has no /dev/fuse; {FIX}")
     if backend == "netns":
         try:
