@@ -40,7 +40,7 @@ SYSTEM = System(
     description="NATS JetStream (nats-server 2.9.10, nats-py): one stream per key, nodes n1..nN",
     options=NatsOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DATA_FILES}),
-    faults=frozenset({"kill", "pause", "partition"}),
+    faults=frozenset({"kill", "pause", "partition", "power", "corrupt", "packet"}),
     make_db=_make_db,
     check_settings=check_settings,
 )
