@@ -93,7 +93,7 @@ class Power:
             out = self.mounts.drop(n)
             lost[n] = out.get("dropped_bytes", 0)
             self.log(f"power {n}: lost {out.get('dropped_bytes')} unsynced bytes in {out.get('files')} files, "
-                     f"undid {out.get('undone')} namespace changes")
+                     f"undid {out.get('undone')} namespace changes {out.get('undone_first') or ''}")
         self.victims += [n for n in target.nodes if n not in self.victims]
         return list(target.nodes)
 

@@ -292,7 +292,10 @@ class PartitionLog:
         self._unflushed = 0
         self._first_unflushed_at: float | None = None
         self._dir_dirty = False
+        created = not os.path.isdir(path)
         os.makedirs(path, exist_ok=True)
+        if created:  # POSIX: the new directory's name is durable once its parent is fsynced (Kafka flushes it too)
+            _fsync_dir(os.path.dirname(os.path.abspath(path)))
         self._recover()
 
     # ----------------------------------------------------------------- properties

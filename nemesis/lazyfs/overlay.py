@@ -351,17 +351,20 @@ class LazyState:
             files = len(self.pending)
             for ino in list(self.pending):
                 self._forget(ino)
-            undone, failed = 0, []
+            undone, failed, paths = 0, [], []
             for u in reversed(self.undo):
                 try:
                     self._undo(u)
                     undone += 1
+                    if len(paths) < 10:
+                        paths.append(f"{u.kind} {u.path}")
                 except OSError as e:
                     failed.append(f"{u.kind} {u.path}: {e.strerror}")
             self.undo = []
             self._empty_trash()
             self.drops += 1
-            out = {"dropped_bytes": lost, "files": files, "undone": undone, "undo_failed": failed}
+            out = {"dropped_bytes": lost, "files": files, "undone": undone, "undone_first": paths,
+                   "undo_failed": failed}
             self.log(f"drop: {out}")
             return out
 
