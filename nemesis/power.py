@@ -16,9 +16,10 @@ import os
 import stat
 import time
 import weakref
+from dataclasses import dataclass
 
 from harness.sut import DATA_FILES, PROCESS, require
-from nemesis.fault import FaultKind, Target, choose_nodes
+from nemesis.fault import FaultArgError, FaultKind, NodesRequest, Target, choose_nodes, parse_nodes
 from nemesis.lazyfs.mounts import FIX, LazyFsError, LazyFsMounts, unmount_script
 
 _MOUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # db -> LazyFsMounts
@@ -68,6 +69,27 @@ def release(env) -> None:
         mounts.unmount_all()
 
 
+@dataclass
+class PowerArgs(NodesRequest):
+    """`power: [A, B]` or `power: {nodes: [A, B], keep_names: true}` (lose data
+    only, as Jepsen's LazyFS; by default new names not yet made durable by a
+    directory fsync are lost too, as POSIX allows)."""
+
+    keep_names: bool = False
+
+    def resolve(self, node, plan) -> Target:
+        return Target([node(r) for r in self.names], detail={"keep_names": self.keep_names})
+
+
+def parse_start(arg) -> PowerArgs:
+    if isinstance(arg, dict):
+        extra = set(arg) - {"nodes", "keep_names"}
+        if extra or "nodes" not in arg or not isinstance(arg.get("keep_names", False), bool):
+            raise FaultArgError("takes nodes, or {nodes: [A, B], keep_names: true|false}")
+        return PowerArgs(parse_nodes(arg["nodes"], "power").names, arg.get("keep_names", False))
+    return PowerArgs(parse_nodes(arg, "power").names)
+
+
 class Power:
     def __init__(self, env):
         self.process = require(env.db, PROCESS, "fault power")
@@ -83,6 +105,7 @@ class Power:
         return choose_nodes(POWER, rng, view)
 
     def start(self, target: Target):
+        keep_names = bool((target.detail or {}).get("keep_names"))
         for n in target.nodes:
             self.process.kill(n)
         deadline = time.monotonic() + 5
@@ -90,12 +113,12 @@ class Power:
             time.sleep(0.02)
         lost = {}
         for n in target.nodes:
-            out = self.mounts.drop(n)
+            out = self.mounts.drop(n, keep_names)
             lost[n] = out.get("dropped_bytes", 0)
             self.log(f"power {n}: lost {out.get('dropped_bytes')} unsynced bytes in {out.get('files')} files, "
                      f"undid {out.get('undone')} namespace changes {out.get('undone_first') or ''}")
         self.victims += [n for n in target.nodes if n not in self.victims]
-        return list(target.nodes)
+        return {"nodes": list(target.nodes), "keep_names": True} if keep_names else list(target.nodes)
 
     def stop(self, target, rng, record):
         if target is None:
@@ -119,7 +142,7 @@ class Power:
 
 
 POWER = FaultKind(name="power", start="power", stop="power-on", stop_step="power-on", colour="#ff7f0e",
-                  needs=(PROCESS, DATA_FILES), make=Power,
+                  needs=(PROCESS, DATA_FILES), make=Power, parse_start=parse_start,
                   preflight=preflight, prepare=prepare, release=release, host_cleanup=unmount_script,
                   description="power failure: kill and lose every unsynced write (lazyfs) on one, a minority, "
                               "a majority, all nodes or a leader; power-on restarts them")

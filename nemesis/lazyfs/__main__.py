@@ -1,5 +1,5 @@
 """python3 -m nemesis.lazyfs mount BACKING MOUNTPOINT --control SOCKET
-python3 -m nemesis.lazyfs ctl SOCKET drop|sync|stats|ping
+python3 -m nemesis.lazyfs ctl SOCKET drop|drop-data|sync|stats|ping
 python3 -m nemesis.lazyfs check          (exit 0 iff libfuse3 and /dev/fuse are usable here)
 
 Runs on a bare host with python3, Debian's libfuse3-3 and mfusepy.py on

@@ -1,7 +1,8 @@
 """The FUSE side of lazyfs: libfuse3's high-level API through mfusepy (a
 ctypes binding, one pure-Python file, so it is copied onto bare hosts with
 the rest of this package), each operation handed to `LazyState`; and the
-control socket that says `drop`, `sync`, `stats` (one line in, one JSON
+control socket that says `drop` (data and names), `drop-data` (data only,
+as Jepsen's LazyFS), `sync`, `stats` (one line in, one JSON
 line out). Standard library plus mfusepy only.
 
 Why mfusepy and not pyfuse3: pyfuse3 is a compiled extension that needs
@@ -22,7 +23,7 @@ import time
 
 from nemesis.lazyfs.overlay import LazyState
 
-COMMANDS = ("drop", "sync", "stats", "ping")
+COMMANDS = ("drop", "drop-data", "sync", "stats", "ping")
 
 
 def _ops_class():
@@ -186,6 +187,8 @@ def serve_control(state: LazyState, path: str) -> threading.Thread:
             try:
                 if line == "drop":
                     out = state.drop()
+                elif line == "drop-data":
+                    out = state.drop(keep_names=True)
                 elif line == "sync":
                     out = state.sync()
                 elif line in ("stats", "ping"):

@@ -123,11 +123,12 @@ class LazyFsMounts:
             time.sleep(0.05)
 
     # -- faults ---------------------------------------------------------------
-    def drop(self, node: str) -> dict:
-        """Lose the node's unsynced writes (call it with the process down)."""
+    def drop(self, node: str, keep_names: bool = False) -> dict:
+        """Lose the node's unsynced writes (call it with the process down);
+        keep_names: only data, not names (Jepsen's LazyFS)."""
         import json
         m = self.mounts[node]
-        out = self._ctl(m, "drop")
+        out = self._ctl(m, "drop-data" if keep_names else "drop")
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def stats(self, node: str) -> dict:

@@ -344,9 +344,14 @@ class LazyState:
         os.unlink(path)
 
     # -- power failure and checkpoint -------------------------------------
-    def drop(self) -> dict:
-        """Lose everything not fsynced: pages, then namespace changes (newest first)."""
+    def drop(self, keep_names: bool = False) -> dict:
+        """Lose everything not fsynced: pages, then namespace changes (newest
+        first). keep_names: lose only data, as Jepsen's LazyFS does (names pass through)."""
         with self.lock:
+            if keep_names:
+                for u in self.undo:
+                    self._commit(u)
+                self.undo = []
             lost = sum(p.nbytes() for p in self.pending.values())
             files = len(self.pending)
             for ino in list(self.pending):

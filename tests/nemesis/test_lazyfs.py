@@ -187,6 +187,16 @@ def test_unlink_and_rename_between_directories_are_undone_without_fsync(lazy):
     assert os.listdir(lazy.mnt / "b") == ["g"] and sorted(os.listdir(lazy.mnt / "a")) == ["f"]
 
 
+def test_drop_data_loses_data_but_keeps_names_as_jepsens_lazyfs(lazy):
+    write(lazy.mnt / "new", b"synced", sync=True)        # its name was never made durable
+    write(lazy.mnt / "new", b"+lost", flags=os.O_APPEND)
+    out = lazy.ctl("drop-data")
+    assert out["undone"] == 0 and out["files"] == 1
+    assert (lazy.mnt / "new").read_bytes() == b"synced"
+    lazy.ctl("drop")                                     # the name was committed by drop-data
+    assert (lazy.mnt / "new").read_bytes() == b"synced"
+
+
 def test_sync_command_makes_everything_durable(lazy):
     write(lazy.mnt / "n", b"unsynced")
     out = lazy.ctl("sync")
