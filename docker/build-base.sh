@@ -24,7 +24,7 @@ BASE_IMAGE="${HARNESS_BASE_IMAGE:-harness-base:bookworm}"
 NODE_IMAGE="${HARNESS_NODE_IMAGE:-harness-node:latest}"
 ROOTFS="${ROOTFS_DIR:-/var/tmp/harness-rootfs}"
 SUITE=bookworm
-PACKAGES=python3,iproute2,iptables,openssh-server,procps,nats-server
+PACKAGES=python3,iproute2,iptables,openssh-server,procps,nats-server,fuse3,libfuse3-3,libfaketime
 # What every image must hold; an older image without one of these is rebuilt.
 REQUIRED=(/usr/bin/python3 /usr/sbin/sshd /usr/sbin/nats-server)
 LABEL=harness.image=1
