@@ -144,5 +144,6 @@ class Power:
 POWER = FaultKind(name="power", start="power", stop="power-on", stop_step="power-on", colour="#ff7f0e",
                   needs=(PROCESS, DATA_FILES), make=Power, parse_start=parse_start,
                   preflight=preflight, prepare=prepare, release=release, host_cleanup=unmount_script,
+                  extra={"backend_options": {"fuse": True}},   # docker: /dev/fuse and CAP_SYS_ADMIN
                   description="power failure: kill and lose every unsynced write (lazyfs) on one, a minority, "
                               "a majority, all nodes or a leader; power-on restarts them")

@@ -319,7 +319,7 @@ def make_cluster(spec, run_id: str, record: RunRecord, work_dir: str, roles=DEFA
     machine) is unused: containers keep their files under layout.work_dir."""
     opts = dict(spec.backend_options or {})
     subnet = opts.get("subnet") or (spec.subnet if "subnet" in spec.model_fields_set else None)
-    fuse = "power" in (getattr(spec, "nemesis", None) or []) or bool(opts.get("fuse"))
+    fuse = bool(opts.get("fuse"))  # a fault that mounts FUSE file systems asked for it (nemesis/power.py)
     return DockerCluster(run_id, spec.nodes, record, subnet=subnet,
                          image=opts.get("image", DEFAULT_IMAGE), docker_url=opts.get("docker_url"), fuse=fuse,
                          roles=roles)
