@@ -127,12 +127,19 @@ def preflight(spec: TestSpec, program: Program) -> None:
             raise RunError(str(e)) from None
 
 
-def make_cluster(spec: TestSpec, run_id: str, record: RunRecord, work_dir: str, roles: tuple[str, ...]):
-    """The backend registered under spec.backend (replog.backends), with the system's role hosts."""
+def make_cluster(spec: TestSpec, run_id: str, record: RunRecord, work_dir: str, roles: tuple[str, ...],
+                 faults: list[str] = ()):
+    """The backend registered under spec.backend (replog.backends), with the system's role hosts
+    and the backend options the run's faults ask for (power: FUSE in docker containers)."""
     try:
         factory = registry.backend(spec.backend).make_cluster
     except (registry.RegistryError, AttributeError) as e:
         raise RunError(f"backend {spec.backend!r} is not available ({e}); use --backend netns") from None
+    extra = {}
+    for fault in faults:
+        extra.update(registry.fault(fault).extra.get("backend_options", {}))
+    if extra:
+        spec = spec.model_copy(update={"backend_options": {**extra, **(spec.backend_options or {})}})
     return factory(spec, run_id, record, work_dir, roles=roles)
 
 
@@ -192,7 +199,7 @@ class Run:
         try:
             record.save()
             cluster = make_cluster(spec, self.run_id, record, str(WORK_ROOT / self.run_id),
-                                   tuple(self.plan.roles.values()))
+                                   tuple(self.plan.roles.values()), self.program.faults)
             self._run_cluster(cluster)
         except Interrupted as e:
             interrupted = str(e)
