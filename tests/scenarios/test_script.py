@@ -18,6 +18,13 @@ TABLE = {  # DESIGN.md, scenario table (tiered rows aside): era -> declared verd
     "epoch-truncation": {"epoch": (True, [])},
     "fast-failover": {"kip101": (False, ["divergence"]), "epoch": (True, [])},
     "isr-shrink-expand": {"hw": (True, []), "kip101": (True, []), "epoch": (True, [])},
+    "power-coordinated": {"epoch": (False, ["lost-write", "lost-acknowledged"])},
+    "power-coordinated-fsync": {"epoch": (True, [])},
+    "power-one-at-a-time": {"epoch": (True, [])},
+    "corrupt-bitflip": {"epoch": (True, [])},
+    "corrupt-truncate": {"epoch": (True, [])},
+    "nats-power-coordinated": {},        # no variants: runs report what was lost (acceptance: by hand, 10 runs)
+    "nats-power-coordinated-data": {},
 }
 
 
