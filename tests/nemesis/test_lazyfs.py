@@ -254,3 +254,34 @@ def test_a_sigkilled_run_with_mounts_leaves_nothing_after_harness_cleanup(tmp_pa
     stat = Path(f"/proc/{daemon}/stat")
     assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z")
     assert not (run_dir / "lzkill.json").exists()
+
+
+def test_a_sigkilled_harness_run_with_power_mounts_is_cleaned_up(tmp_path):
+    """The same through a real `harness run --nemesis power` on netns: SIGKILL
+    the harness while the brokers run on lazyfs; `harness cleanup` leaves no
+    mount, no lazyfs or broker process, no namespace."""
+    sys.path.insert(0, str(REPO / "tests" / "harness"))
+    from hnetns_util import leftovers
+    from hrun_util import harness_cmd, harness_env, run_harness
+
+    proc = subprocess.Popen(harness_cmd("run", "--nemesis", "power", "--nemesis-interval", "2", "--time-limit", "60",
+                                        "--seed", "3", "--subnet", "10.222.51.0/24", "--store", tmp_path / "store",
+                                        "--rate", "20"),
+                            cwd=tmp_path, env=harness_env(tmp_path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    work = tmp_path / "work"
+    deadline = time.monotonic() + 120
+    while not [line for line in Path("/proc/mounts").read_text().splitlines() if str(work) in line]:
+        assert proc.poll() is None and time.monotonic() < deadline, "no lazyfs mount appeared"
+        time.sleep(0.2)
+    time.sleep(2)                                                   # the brokers write through it
+    run_id = next(work.iterdir()).name
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    assert any(str(work) in line for line in Path("/proc/mounts").read_text().splitlines())
+    out = run_harness(tmp_path, "cleanup")
+    assert out.returncode == 0 and "removed mount" in out.stdout, out.stdout + out.stderr
+    assert not any(str(work) in line for line in Path("/proc/mounts").read_text().splitlines())
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert not [line for line in ps.splitlines() if str(work) in line]
+    assert leftovers(run_id) == []
