@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 from campaign_util import campaign_argv, campaign_env, campaign_folders, events, junit_schema, need_root
 
+# real campaigns: minutes on a loaded 2-core machine (the fixture runs inside the first test)
+pytestmark = pytest.mark.timeout(1200)
+
+
 FILE = """name: resume-t
 eras: [epoch]
 nemesis: [[kill]]

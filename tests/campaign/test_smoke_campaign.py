@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 from campaign_util import REPO, campaign_argv, campaign_env, campaign_folders, junit_schema, need_root
 
+# a real campaign: minutes on a loaded 2-core machine (the fixture runs inside the first test)
+pytestmark = pytest.mark.timeout(1200)
+
+
 from harness.serve import make_server
 
 LINKS = """(() => [...document.querySelectorAll('#matrix a.run')].map(a => ({
@@ -26,7 +30,7 @@ def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("smoke")
     out = subprocess.run(campaign_argv(REPO / "campaigns" / "smoke.yaml", tmp / "store", "--junit",
                                        str(tmp / "smoke.xml"), "--subnets", "10.226.0.0/23"),
-                         capture_output=True, text=True, env=campaign_env(tmp), cwd=tmp, timeout=900)
+                         capture_output=True, text=True, env=campaign_env(tmp), cwd=tmp, timeout=1100)
     folders = campaign_folders(tmp / "store", "smoke")
     return out, folders[-1], tmp
 
