@@ -122,6 +122,7 @@ def scenario_text(failure: dict, settings: dict, name: str | None = None) -> str
     slept = sum(step[1] for step in failure["resolved"] if step and step[0] == "wait")
     left = max(0, violation.get("at_ms", 0) - slept) + SETTLE_MS
     lines.append(f"  - sleep: {left / 1000:g}                  # until the simulator's violation, + margin")
+    lines.append("  - write: {key: 0, count: 2, expect: any}   # later offsets: a loss shows as lost-write")
     return "\n".join(lines) + "\n"
 
 
