@@ -353,7 +353,12 @@ class TieredMixin:
     def _answer_remote(self, p: Partition, conn: Any, corr: Any, offset: int, max_records: int,
                        records: list) -> None:
         base = records[0][0]
-        out = [list(r) for r in records[offset - base:offset - base + max_records]]
+        out, total = [], 0
+        for r in records[offset - base:offset - base + max_records]:
+            total += P.record_size(r[3])
+            if out and total > P.MAX_FETCH_BYTES:       # a reply stays within a frame (KIP-74)
+                break
+            out.append(list(r))
         self._reply(conn, corr, None, records=out, hw=p.hw, log_start=p.log_start, leo=p.leo,
                     leader_epoch=p.leader_epoch)
 
