@@ -5,7 +5,8 @@ The explorer's brokers 1, 2, 3 are the partition's replicas in assignment
 order, so they are bound by role when the scenario starts (A = the leader of
 key 0, B and C its followers 1 and 2); the store is the host ``store``, the
 controller ``ctl``. Steps map one to one: ``produce`` -> ``write`` (expect
-any: a write may time out), ``crash``/``restart`` -> ``kill``/``restart``,
+any: a write may time out; a burst is ``parallel``, all sends at once as the
+simulator sends them), ``crash``/``restart`` -> ``kill``/``restart``,
 ``partition`` -> ``cut``, ``cut`` -> ``one-way``, ``heal``, ``wait`` ->
 ``sleep`` (the same milliseconds: the scenario carries the same settings, so
 timeouts and elections take the same time). A lossy link (``drop``) has no
@@ -21,7 +22,8 @@ NAMES = {1: "A", 2: "B", 3: "C", "controller": "ctl", "store": "store"}
 # Settings the real cluster needs besides the simulated ones: scaled-down fetch timings
 # (the simulator has 1 ms links and no process start-up).
 REAL_CLUSTER = {"replica.fetch.wait.max.ms": 200, "replica.fetch.backoff.ms": 200,
-                "replica.socket.timeout.ms": 2000, "controller.socket.timeout.ms": 2000}
+                "replica.socket.timeout.ms": 2000, "controller.socket.timeout.ms": 2000,
+                "request.timeout.ms": 5000}      # the explorer's produce timeout
 SETTING_KEYS_SKIPPED = ()
 SETTLE_MS = 3000
 
@@ -45,7 +47,8 @@ def steps_of(resolved: list) -> list[str]:
         name = lambda x: NAMES.get(x, str(x))  # noqa: E731
         if kind == "produce":
             count = step[2] if len(step) > 2 else 1
-            out.append(f"  - write: {{key: 0, count: {count}, expect: any}}")
+            burst = ", parallel: true" if count > 1 else ""     # the simulator sends a burst at once
+            out.append(f"  - write: {{key: 0, count: {count}, expect: any{burst}}}")
         elif kind == "crash":
             if step[1] not in down:
                 out.append(f"  - kill: {name(step[1])}")

@@ -41,4 +41,5 @@ def test_the_schedule_emits_as_a_scenario_script():
     assert script["expect"] == {"epoch": {"valid": False, "anomalies": ["divergence"]}}
     steps = [next(iter(s)) for s in script["steps"]]
     assert steps[:3] == ["bind", "partition", "write"] and steps.count("kill") == 3
+    assert script["steps"][2] == {"write": {"key": 0, "count": 9, "expect": "any", "parallel": True}}
     assert script["steps"][1] == {"partition": {"one-way": {"from": "A", "to": "C"}}}
