@@ -122,7 +122,7 @@ def preflight(spec: TestSpec, program: Program) -> None:
     if spec.backend == "netns":
         from harness.cluster.netns import host_addresses
         try:
-            host_addresses(spec.subnet, spec.nodes, tuple(system.host_plan(spec.nodes, spec.options()).roles.values()))
+            host_addresses(spec.subnet, spec.nodes, tuple(system.host_plan(spec.nodes, spec.options(), spec.settings).roles.values()))
         except ClusterError as e:
             raise RunError(str(e)) from None
 
@@ -163,7 +163,7 @@ class Run:
         self.spec = spec
         self.program = program or RandomProgram(spec)
         self.system = spec.system_def()
-        self.plan = self.system.host_plan(spec.nodes, spec.options())
+        self.plan = self.system.host_plan(spec.nodes, spec.options(), spec.settings)
         self.run_id = secrets.token_hex(3)
         self.store: Path | None = None
         self.progress = progress
@@ -386,6 +386,9 @@ class Run:
             if self.system.has(DUMP) and inspector is not None:
                 dumps = await asyncio.gather(*(inspector.dump(n) for n in self.plan.nodes))
                 result["dumps"] = {n: d for n, d in zip(self.plan.nodes, dumps) if d is not None}
+                more = getattr(inspector, "more_dumps", None)   # copies besides the nodes (a remote tier)
+                if more is not None:
+                    result["dumps"].update(await more())
         finally:
             if inspector is not None:
                 await inspector.close()

@@ -99,6 +99,7 @@ class Write:
     count: int = 1
     acks: str = "all"
     expect: str = "ok"
+    parallel: bool = False
     action: str = "write"
     index: int | None = None
     id: str | None = None
@@ -107,6 +108,8 @@ class Write:
         from workloads.log import WriteFailed  # the writes of a scenario are the log workload's
 
         try:
+            if self.parallel:
+                return {"writes": await ctx.workload.write_parallel(self.key, self.count, self.acks, self.index)}
             return {"writes": await ctx.workload.write(self.key, self.count, self.acks, self.expect, self.index)}
         except WriteFailed as e:
             raise StepError(str(e)) from None

@@ -90,12 +90,17 @@ class ReplicaState:
     hw: int | None = None              # high watermark / commit index
     log_start: int | None = None
     isr: tuple[str, ...] = ()          # as the leader sees it
+    local_log_start: int | None = None  # tiered storage: first offset held locally
+    remote_end: int | None = None       # tiered storage: one past the last remote offset (-1: none)
 
     def as_json(self) -> dict:
         """One entry of a samples.jsonl line's `state.partitions` (docs/interfaces.md)."""
-        return {"partition": self.key, "role": self.role, "leader": self.leader,
-                "leader_epoch": self.epoch, "leo": self.leo, "hw": self.hw,
-                "log_start": self.log_start, "isr": list(self.isr)}
+        out = {"partition": self.key, "role": self.role, "leader": self.leader,
+               "leader_epoch": self.epoch, "leo": self.leo, "hw": self.hw,
+               "log_start": self.log_start, "isr": list(self.isr)}
+        if self.local_log_start is not None:
+            out.update(local_log_start=self.local_log_start, remote_end=self.remote_end)
+        return out
 
 
 # -- the client of the log workload -------------------------------------------
@@ -212,6 +217,7 @@ class HostPlan:
 
     nodes: list[str]                                        # n1..nN
     roles: dict[str, str] = field(default_factory=dict)     # role -> host, e.g. {"controller": "ctl"}
+    fault_hosts: list[str] = field(default_factory=list)    # role hosts that are fault targets too
 
     @property
     def hosts(self) -> list[str]:
@@ -249,6 +255,10 @@ class System:
     faults: frozenset[str]                            # fault names (replog.faults) it supports
     make_db: Callable[["Cluster", HostPlan, RunShape, SystemOptions], DB]
     roles: dict[str, str] = field(default_factory=dict)   # role -> host name added to n1..nN
+    # role hosts that depend on the settings (the replica's store host with tiered storage);
+    # default: `roles`. Role hosts listed in `fault_roles` are fault targets like data nodes.
+    plan_roles: Callable[[dict], dict] | None = None
+    fault_roles: tuple[str, ...] = ()
     code: tuple[str, ...] = ()                        # folders (repo-relative) installed on the hosts
     check_settings: Callable[[dict, SystemOptions], None] | None = None  # ValueError, one line
     setting_value: Callable[[str, dict, SystemOptions], float] | None = None  # effective value of a setting
@@ -260,8 +270,9 @@ class System:
         """system_options that select a variant."""
         return {} if variant is None or self.variant_option is None else {self.variant_option: variant}
 
-    def host_plan(self, nodes: int, options: SystemOptions | None = None) -> HostPlan:
-        return HostPlan(data_nodes(nodes), dict(self.roles))
+    def host_plan(self, nodes: int, options: SystemOptions | None = None, settings: dict | None = None) -> HostPlan:
+        roles = self.plan_roles(settings or {}) if self.plan_roles is not None else dict(self.roles)
+        return HostPlan(data_nodes(nodes), roles, [h for r, h in roles.items() if r in self.fault_roles])
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities

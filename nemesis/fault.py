@@ -148,6 +148,12 @@ def pick(spec: str, nodes: list[str], rng: random.Random, leader: str | None) ->
 
 
 def choose_nodes(kind: FaultKind, rng: random.Random, view: View) -> Target:
-    """The usual random choice: a target spec of the kind, then data nodes for it."""
-    spec = rng.choice(kind.targets)
+    """The usual random choice: a target spec of the kind, then data nodes for it;
+    a role host the system lists in `fault_roles` (the replica's tiered store) is
+    one more spec, as likely as each of the others."""
+    extra = view.plan.fault_hosts
+    specs = list(kind.targets) + (["role"] if extra else [])
+    spec = rng.choice(specs)
+    if spec == "role":
+        return Target([rng.choice(extra)], spec="role")
     return Target(pick(spec, view.plan.nodes, rng, view.leader), spec=spec)

@@ -59,6 +59,7 @@ class LogWorkload:
         self.writes: list[dict] = []  # scripted writes, for the scenario's findings
         self._writer = None
         self._writer_process = None
+        self._bursts: list[asyncio.Task] = []  # parallel writes still in flight
 
     def client(self):
         return self.db.client(self.cfg.request_timeout)
@@ -205,6 +206,27 @@ class LogWorkload:
             done.append(await self._write_one(key, acks, expect, step))
         return done
 
+    async def write_parallel(self, key: int, count: int, acks: str, step: int | None = None) -> list[dict]:
+        """`count` sends to key at once, each from a process of its own, none retried,
+        and not waited for: the step goes on at once (a burst as the simulator's
+        explorer sends it). They complete in the background; the final phase waits."""
+        if self._writer is None:
+            self._writer, self._writer_process = self.client(), self.new_process()
+        await self._refresh_writer()
+
+        async def one() -> None:
+            record = await self.send(self._writer, self.new_process(), key, acks)
+            record["step"] = step
+            self.writes.append(record)
+        self._bursts += [asyncio.get_running_loop().create_task(one()) for _ in range(count)]
+        await asyncio.sleep(0)          # every send is invoked before the next step
+        return []
+
+    async def _drain_bursts(self) -> None:
+        bursts, self._bursts = self._bursts, []
+        if bursts:
+            await asyncio.gather(*bursts, return_exceptions=True)
+
     async def _refresh_writer(self) -> None:
         try:
             await asyncio.wait_for(self._writer.metadata(), 3.0)
@@ -232,6 +254,7 @@ class LogWorkload:
         return record
 
     async def close(self) -> None:
+        await self._drain_bursts()
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
@@ -239,6 +262,7 @@ class LogWorkload:
     # -- final phase -------------------------------------------------------
     async def final_reads(self, recovery_timeout: float) -> dict:
         """Wait for recovery, then read every key from 0 to its end."""
+        await self._drain_bursts()
         client = self.client()
         try:
             healthy = await self.wait_healthy(client, recovery_timeout, full_isr=True)

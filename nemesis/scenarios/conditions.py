@@ -40,12 +40,13 @@ OPS = {"==": operator.eq, "=": operator.eq, "is": operator.eq, "!=": operator.ne
 
 @dataclass(frozen=True)
 class Quantity:
-    kind: str  # leo | hw | log_start | checkpoint | epoch | isr_size
+    kind: str  # leo | hw | log_start | local_log_start | remote_end | checkpoint | epoch | isr_size
     key: int
     node: roles.Ref | None = None
 
     def text(self) -> str:
-        name = {"leo": "leo", "hw": "hw", "log_start": "log start", "checkpoint": "checkpointed hw"}.get(self.kind)
+        name = {"leo": "leo", "hw": "hw", "log_start": "log start", "checkpoint": "checkpointed hw",
+                "local_log_start": "local log start", "remote_end": "remote end"}.get(self.kind)
         if name:
             return f"{name} of {self.node.text()} on key {self.key}"
         return {"epoch": "leader epoch", "isr_size": "isr size"}[self.kind] + f" of key {self.key}"
@@ -90,7 +91,7 @@ def needs(cond: "Condition") -> set[str]:
     out = set()
     for c in cond.clauses:
         for q in (c.lhs, c.rhs):
-            if isinstance(q, Quantity) and q.kind in ("leo", "hw", "log_start"):
+            if isinstance(q, Quantity) and q.kind in _STATE_KINDS:
                 out.add("inspect")
             elif isinstance(q, Quantity) and q.kind == "checkpoint":
                 out.add("checkpoints")
@@ -116,7 +117,12 @@ class Observation:
 # ----------------------------------------------------------------- parsing
 _I = re.IGNORECASE
 _KEY = r"key\s+(\d+)"
-_Q_NODE = re.compile(rf"^(leo|hw|log\s+start|checkpointed\s+hw)\s+of\s+(.+?)\s+on\s+{_KEY}$", _I)
+_Q_NODE = re.compile(rf"^(leo|hw|log\s+start|local\s+log\s+start|remote\s+end|checkpointed\s+hw)\s+of\s+(.+?)"
+                     rf"\s+on\s+{_KEY}$", _I)
+# Quantities read from a node's State (tiered storage adds the local log start and the remote end).
+_NODE_KINDS = {"leo": "leo", "hw": "hw", "log start": "log_start", "local log start": "local_log_start",
+               "remote end": "remote_end", "checkpointed hw": "checkpoint"}
+_STATE_KINDS = ("leo", "hw", "log_start", "local_log_start", "remote_end")
 _Q_KEY = re.compile(rf"^(leader\s+epoch|isr\s+size)\s+of\s+{_KEY}$", _I)
 _LEADER = re.compile(rf"^leader\s+of\s+{_KEY}\s+is(\s+not)?\s+(.+)$", _I)
 _NO_LEADER = re.compile(rf"^no\s+leader\s+(?:for|of)\s+{_KEY}$", _I)
@@ -155,9 +161,7 @@ def _key(k: str, layout: roles.Layout) -> int:
 def _quantity(text: str, layout, bound) -> Quantity | None:
     m = _Q_NODE.match(text)
     if m:
-        kind = {"leo": "leo", "hw": "hw"}.get(m.group(1).lower())
-        if kind is None:
-            kind = "log_start" if m.group(1).lower().startswith("log") else "checkpoint"
+        kind = _NODE_KINDS[" ".join(m.group(1).lower().split())]
         node = _ref(m.group(2), layout, bound)
         if node.kind == "node" and node.name in layout.roles.values():
             raise ConditionError(f"{text!r}: {node.name} holds no replica (a role host)")

@@ -44,6 +44,13 @@ class WriteArgs(_Strict):
     count: int = Field(1, ge=1, le=10000)
     acks: Literal["0", "1", "all"] | None = None  # None: the scenario's acks
     expect: Literal["ok", "any"] = "ok"  # "ok": a send that is not acknowledged fails the step
+    parallel: bool = False   # all sends at once, one process each, not waited for (expect: any): a burst
+
+    @model_validator(mode="after")
+    def _parallel_expects_any(self):
+        if self.parallel and self.expect != "any":
+            raise ValueError("parallel writes are not waited for: use expect: any")
+        return self
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -298,7 +305,7 @@ def _check_settings(scenario: Scenario, system, source: str) -> None:
 def layout(scenario: Scenario, system=None) -> roles.Layout:
     system = system or scenario.system_def()
     return roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor,
-                        system.host_plan(scenario.nodes).roles)
+                        system.host_plan(scenario.nodes, settings=scenario.settings).roles)
 
 
 def _check_references(scenario: Scenario, system) -> None:

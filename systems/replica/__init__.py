@@ -14,6 +14,17 @@ from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, 
                          SystemOptions)
 
 CONTROLLER = "ctl"
+STORE = "store"          # tiered storage's object store (replica.remote_store), when enabled
+
+
+def tiered(settings: dict) -> bool:
+    """Whether the settings turn tiered storage on (then the run has a store host)."""
+    return str(settings.get("remote.storage.enable", "false")).lower() in ("true", "1", "yes")
+
+
+def plan_roles(settings: dict) -> dict:
+    """The controller, plus the remote store's host with tiered storage."""
+    return {"controller": CONTROLLER, **({"store": STORE} if tiered(settings) else {})}
 
 
 class ReplicaOptions(SystemOptions):
@@ -57,6 +68,8 @@ SYSTEM = System(
     faults=frozenset({"kill", "pause", "partition", "power", "corrupt", "packet", "clock"}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
+    plan_roles=plan_roles,
+    fault_roles=("store",),
     code=("replica",),
     check_settings=check_settings,
     setting_value=setting_value,

@@ -17,6 +17,7 @@ from systems.replica.inspector import ReplicaInspector
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
+STORE_PORT = 9094
 REPO_DIR = Path(__file__).resolve().parents[2]  # the folder that contains replica/
 
 
@@ -26,8 +27,9 @@ class ReplicaDb:
         self.cluster = cluster
         self.era = options.era
         self.controller = plan.roles["controller"]
+        self.store = plan.roles.get("store")        # tiered storage's object store host, if any
         self.nodes = list(plan.nodes)
-        self.hosts = [self.controller, *self.nodes]
+        self.hosts = [self.controller, *([self.store] if self.store else []), *self.nodes]
         self.settings = dict(shape.settings)
         self.cluster_secret = secrets.token_hex(16)     # one per run: only this run's brokers are the cluster
         self.env: dict[str, dict[str, str]] = {}
@@ -40,7 +42,7 @@ class ReplicaDb:
         return int(node[1:])
 
     def address(self, node: str) -> tuple[str, int]:
-        port = CONTROLLER_PORT if node == self.controller else BROKER_PORT
+        port = {self.controller: CONTROLLER_PORT, self.store: STORE_PORT}.get(node, BROKER_PORT)
         return self.cluster.remotes[node].address, port
 
     def endpoints(self) -> list[tuple[str, int]]:
@@ -63,7 +65,8 @@ class ReplicaDb:
                 os.path.join(d, "*", "*checkpoint")]
 
     def log_path(self, node: str) -> str:
-        return os.path.join(self.node_dir(node), "controller.log" if node == self.controller else "broker.log")
+        name = {self.controller: "controller.log", self.store: "store.log"}.get(node, "broker.log")
+        return os.path.join(self.node_dir(node), name)
 
     def set_env(self, node: str, env: dict[str, str]) -> None:
         self.env[node] = dict(env)
@@ -77,9 +80,14 @@ class ReplicaDb:
         host, port = self.address(node)
         sets = [a for k, v in sorted(self.settings.items()) for a in ("--set", f"{k}={_fmt(v)}")]
         common = ["--era", self.era, "--cluster-secret-file", self.secret_path(node), *sets]
+        if node == self.store:
+            return [py, "-m", "replica.remote_store", "--listen", f"{host}:{port}", "--data-dir", self.data_dir(node)]
         if node == self.controller:
             return [py, "-m", "replica.controller", "--listen", f"{host}:{port}", "--data-dir",
                     self.data_dir(node), *common]
+        if self.store:
+            shost, sport = self.address(self.store)
+            common += ["--remote-store", f"{shost}:{sport}"]
         chost, cport = self.address(self.controller)
         return [py, "-m", "replica.broker", "--id", str(self.broker_id(node)), "--listen", f"{host}:{port}",
                 "--controller", f"{chost}:{cport}", "--data-dir", self.data_dir(node), *common]
@@ -117,7 +125,7 @@ class ReplicaDb:
 
     def teardown(self, grace: float = 5.0) -> None:
         """SIGTERM (after SIGCONT, in case one is paused), then SIGKILL."""
-        nodes = self.nodes + [self.controller]
+        nodes = self.nodes + [self.controller] + ([self.store] if self.store else [])
         for n in nodes:
             r = self.cluster.remotes[n]
             r.signal(n, signal.SIGCONT)
@@ -138,7 +146,7 @@ class ReplicaDb:
             remote.get(self.log_path(node), str(dest / name))
         except Exception:  # never started, or the host is gone
             pass
-        if node == self.controller:
+        if node in (self.controller, self.store):
             return
         data = self.data_dir(node)
         out = remote.run(["find", data, "-name", "*checkpoint"], check=False)

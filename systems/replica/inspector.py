@@ -27,7 +27,8 @@ def replica_state(part: dict) -> ReplicaState:
     return ReplicaState(key=int(part["partition"]), role=part.get("role") or "none",
                         leader=None if leader is None else f"n{leader}", epoch=part.get("leader_epoch"),
                         leo=part.get("leo"), hw=part.get("hw"), log_start=part.get("log_start"),
-                        isr=tuple(f"n{b}" for b in part.get("isr") or ()))
+                        isr=tuple(f"n{b}" for b in part.get("isr") or ()),
+                        local_log_start=part.get("local_log_start"), remote_end=part.get("remote_end"))
 
 
 class ReplicaInspector:
@@ -62,6 +63,30 @@ class ReplicaInspector:
                 await asyncio.wait_for(client.close(), 2.0)
             except Exception:
                 pass
+
+    async def more_dumps(self, timeout: float = 20.0) -> dict[str, dict]:
+        """With tiered storage, the remote tier as one more copy (node `remote`):
+        the finished segments of the controller's metadata, read from the store."""
+        if not self.db.store:
+            return {}
+        from replica import client as rc
+        from replica.remote_store import StoreClient, remote_dump
+
+        client = rc.Client(bootstrap=self.db.endpoints(), request_timeout=5.0)
+        try:
+            state = await asyncio.wait_for(client.call(self.db.address(self.db.controller), "State"), 10.0)
+            remote = {name: segs for name, segs in (state.get("remote") or {}).items()
+                      if name.rpartition("-")[0] == TOPIC}
+            store = StoreClient(self.db.address(self.db.store), timeout=5.0)
+            dump = await asyncio.wait_for(asyncio.to_thread(remote_dump, store, remote), timeout)
+        except Exception:
+            return {}
+        finally:
+            try:
+                await asyncio.wait_for(client.close(), 2.0)
+            except Exception:
+                pass
+        return {"remote": dump}
 
     def checkpoints(self, node: str) -> dict[int, int]:
         from replica import storage

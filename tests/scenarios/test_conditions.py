@@ -119,3 +119,22 @@ def test_or_of_ands():
     assert holds("leader of key 0 is n2 or leader of key 0 is none and isr size of key 0 is 3", o)[0]
     ok, seen = holds("leader of key 0 is n2 or leader of key 0 is n3", obs())
     assert not ok and seen == "leader of key 0 = n1"    # each value once
+
+
+def test_tiered_quantities_local_log_start_and_remote_end():
+    o = obs()
+    o.states["n2"][0].update(local_log_start=9, remote_end=9, log_start=0)
+    assert holds("local log start of n2 on key 0 >= 9 and remote end of n2 on key 0 >= 9", o)[0]
+    assert holds("log start of n2 on key 0 == 0", o)[0]
+    assert not holds("local log start of n1 on key 0 >= 0", o)[0]      # not reported: unknown
+    cond = c.parse("local  log start of n2 on key 0 > 3", LAYOUT, set())
+    assert cond.clauses[0].lhs.text() == "local log start of n2 on key 0" and c.needs(cond) == {"inspect"}
+
+
+def test_the_store_host_exists_only_with_tiered_storage():
+    from systems.replica import SYSTEM
+
+    plain = SYSTEM.host_plan(3, settings={})
+    tiered = SYSTEM.host_plan(3, settings={"remote.storage.enable": True})
+    assert plain.roles == {"controller": "ctl"} and plain.fault_hosts == []
+    assert tiered.roles == {"controller": "ctl", "store": "store"} and tiered.fault_hosts == ["store"]

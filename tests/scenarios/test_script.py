@@ -11,7 +11,7 @@ from nemesis.scenarios import ScenarioError, list_scenarios, load_file, load_sce
 from nemesis.scenarios.script import bound_ms, parse
 from systems.replica import ERAS
 
-TABLE = {  # DESIGN.md, scenario table (tiered rows aside): era -> declared verdict
+TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "hw-data-loss": {"hw": (False, ["lost-write"]), "kip101": (True, []), "epoch": (True, [])},
     "hw-divergence": {"hw": (False, ["divergence", "inconsistent-offsets"]), "kip101": (True, []),
                       "epoch": (True, [])},
@@ -25,6 +25,12 @@ TABLE = {  # DESIGN.md, scenario table (tiered rows aside): era -> declared verd
     "corrupt-truncate": {"epoch": (True, [])},
     "nats-power-coordinated": {},        # no variants: runs report what was lost (acceptance: by hand, 10 runs)
     "nats-power-coordinated-data": {},
+    # the tiered rows (KIP-405 seed scenarios 1-3; the skip-aux bug as the explorer emitted it)
+    "tiered-fresh-follower": {"epoch": (True, [])},
+    "tiered-out-of-sync-follower": {"epoch": (True, [])},
+    "tiered-multiple-hard-failures": {"epoch": (True, [])},
+    "tiered-skip-aux": {"epoch": (False, ["divergence"])},
+    "tiered-skip-aux-fixed": {"epoch": (True, [])},
 }
 
 
