@@ -71,6 +71,12 @@ def scenario_keys(scenario) -> set[int]:
     return keys
 
 
+def _system_option(test: dict, name: str) -> Any:
+    """An option of the system under test (the replica's era lives in ``system_options``)."""
+    options = test.get("system_options")
+    return options.get(name) if isinstance(options, dict) else None
+
+
 def test_summary(test: dict, store_dir: Path, scenario: str | None = None) -> dict[str, str]:
     """Name, era and nemesis of a run, read tolerantly from test.json and the path."""
     def pick(*names: str) -> Any:
@@ -87,7 +93,7 @@ def test_summary(test: dict, store_dir: Path, scenario: str | None = None) -> di
     if not nemesis and scenario:
         nemesis = f"scenario {scenario}"
     return {"name": str(pick("name", "test", "scenario") or store_dir.parent.name),
-            "era": str(pick("era", "variant", "generation") or "?"),
+            "era": str(pick("era", "variant", "generation") or _system_option(test, "era") or "?"),
             "nemesis": str(nemesis or "none"),
             "start": str(pick("start_time", "start") or store_dir.name)}
 

@@ -28,14 +28,16 @@ def rerun_command(test: dict, scenario: dict | None) -> str:
     """``harness scenario NAME --era E`` for a scenario run, else ``harness run`` with the spec's flags."""
     if isinstance(scenario, dict) and scenario.get("name"):
         argv = ["harness", "scenario", str(scenario["name"])]
-        if scenario.get("era") or test.get("era"):
-            argv += ["--era", str(scenario.get("era") or test.get("era"))]
+        era = scenario.get("era") or test.get("era") or (test.get("system_options") or {}).get("era")
+        if era:
+            argv += ["--era", str(era)]
         if test.get("backend") not in (None, "netns"):
             argv += ["--backend", str(test["backend"])]
         return shlex.join(argv)
     argv = ["harness", "run"]
+    options = test.get("system_options") if isinstance(test.get("system_options"), dict) else {}
     for field, flag in RUN_FLAGS.items():
-        value = test.get(field)
+        value = test.get(field, options.get(field))
         if value is None or value == [] or (field == "system" and value == "replica"):
             continue
         if isinstance(value, dict) or (field == "nodes" and not isinstance(value, int)):

@@ -18,7 +18,7 @@ def test_example_spec_loads(path):
 
 def test_flags_override_the_example():
     spec = build_spec(str(EXAMPLES[0]), seed=7, time_limit=5)
-    assert (spec.seed, spec.time_limit, spec.era) == (7, 5, "hw")
+    assert (spec.seed, spec.time_limit, spec.system_options["era"]) == (7, 5, "hw")
 
 
 def test_there_is_an_example():
