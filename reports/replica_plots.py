@@ -142,8 +142,8 @@ def replica_plot(series: PartitionSeries, faults: list[Fault], drops: list[dict]
         ax.set_ylabel("offset")
         ax.set_title(f"Partition {series.key}: LEO (solid) and HW (dashed) per replica; "
                      "black lines are elections, dotted purple lines ISR changes"
-                     + ("; log start (dotted), local log start (dash-dot), grey band: remote segments"
-                        if series.tiered else ""))
+                     + ("\nlog start (dotted), local log start (dash-dot), remote end (thin); grey band: "
+                        "remote segments" if series.tiered else ""))
         outside_legend(fig, ax)
         return to_data_uri(fig)
 
@@ -168,6 +168,8 @@ def _draw_tiers(ax, series: PartitionSeries) -> None:
                 label=f"{node} log start")
         ax.step(ts, [local for _t, _ls, local, _r in pts], where="post", color=colour, lw=0.9, ls="-.",
                 label=f"{node} local log start")
+        ax.step(ts, [math.nan if r < 0 else r for _t, _ls, _l, r in pts], where="post", color=colour, lw=0.6,
+                alpha=0.6, label=f"{node} remote end (as it knows it)")
 
 
 def _by_time(tiers: dict) -> dict[int, list[tuple[int, int, int]]]:
