@@ -101,7 +101,8 @@ class Corrupt:
             out = self.remotes[n].run([self.python, "-c", SOURCE, json.dumps(arg)], timeout=120)
             res = json.loads(out.stdout.strip().splitlines()[-1])
             done[n] = res["changes"]
-            self.log(f"corrupt {n}: {res}")
+            self.log(f"corrupt {n}: {len(res['changes'])} changes in {len({c['file'] for c in res['changes']})} of "
+                     f"{res['files']} data files (the history op lists them)")
         self.victims += [n for n in target.nodes if n not in self.victims]
         return {"nodes": list(target.nodes), "mode": d.get("mode", "bitflip"), "files": d.get("files", "data"),
                 "changes": done}
