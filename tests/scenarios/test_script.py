@@ -25,6 +25,7 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "corrupt-truncate": {"epoch": (True, [])},
     "nats-power-coordinated": {},        # no variants: runs report what was lost (acceptance: by hand, 10 runs)
     "nats-power-coordinated-data": {},
+    "nats-power-after-sync": {},
     # the tiered rows (KIP-405 seed scenarios 1-3; the skip-aux bug as the explorer emitted it)
     "tiered-fresh-follower": {"epoch": (True, [])},
     "tiered-out-of-sync-follower": {"epoch": (True, [])},
