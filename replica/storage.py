@@ -294,7 +294,7 @@ class PartitionLog:
         self._dir_dirty = False
         created = not os.path.isdir(path)
         os.makedirs(path, exist_ok=True)
-        if created:  # POSIX: the new directory's name is durable once its parent is fsynced (Kafka flushes it too)
+        if created:  # POSIX: the new directory's name is durable only once its parent is fsynced
             _fsync_dir(os.path.dirname(os.path.abspath(path)))
         self._recover()
 
