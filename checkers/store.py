@@ -46,13 +46,42 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     records, replicas = flatten_dumps(dumps)
     data = StoreData(sends, reads, records, replicas, dumps_complete=not missing)
     checkers = {name: checker.check(data) for name, checker in registry.load_all(registry.CHECKERS).items()}
-    return assemble(checkers, stats, engine, truncated, missing)
+    return assemble(checkers, stats, engine, truncated, missing, store_dir)
 
 
-def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing: list) -> dict:
+def not_applicable(store_dir: str | None) -> dict[str, str]:
+    """Checkers whose data the store's system cannot give (their `needs`
+    against its capabilities; e.g. NATS has no per-replica dumps): name ->
+    why. They stay in results.json as "unknown" with that reason and do not
+    make the verdict unknown: the history alone decides for such a system."""
+    if store_dir is None:
+        return {}
+    try:
+        with open(os.path.join(store_dir, "test.json"), encoding="utf-8") as f:
+            name = json.load(f).get("system") or "replica"
+        system = registry.system(name)
+    except (OSError, ValueError, AttributeError, registry.RegistryError):
+        return {}
+    out = {}
+    for cname, checker in registry.load_all(registry.CHECKERS).items():
+        lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n)]
+        if lacking:
+            out[cname] = (f"system {name!r} cannot give what this checker reads ({', '.join(lacking)}): "
+                          f"{system.lacks.get(lacking[0], 'not a capability of the system')}")
+    return out
+
+
+def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing: list,
+             store_dir: str | None = None) -> dict:
     """The results.json document (docs/interfaces.md) plus notes on a partial store."""
-    results = {"valid": combine(c["valid"] for c in checkers.values()),
+    skipped = not_applicable(store_dir)
+    for name, why in skipped.items():
+        if name in checkers:
+            checkers[name] = {**checkers[name], "valid": "unknown", "applies": False, "note": why}
+    results = {"valid": combine(c["valid"] for n, c in checkers.items() if n not in skipped),
                "checkers": checkers, "stats": stats, "engine": engine}
+    if skipped:
+        missing = []  # no dumps is what such a system leaves; not a partial store
     notes = []
     if truncated:
         notes.append(f"{HISTORY}: the last line was cut off and was skipped")
@@ -127,7 +156,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     found = check_runs([p[1] for p in prepared.values()], runs, master=master,
                        complete={run: not p[4] for run, p in prepared.items()})
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
-        out[store_dir] = assemble(found[run], stats, "spark", truncated, missing)
+        out[store_dir] = assemble(found[run], stats, "spark", truncated, missing, store_dir)
     return out
 
 

@@ -148,11 +148,22 @@ def ssh_options(hosts, ssh_user, ssh_key, known_hosts) -> dict:
     return {k: v for k, v in given.items() if v is not None}
 
 
+def _roles(system: str | None) -> dict:
+    """The role hosts a system adds to n1..nN ({} when the name is unknown: the spec says so)."""
+    from harness import registry
+    try:
+        return dict(registry.system(system or "replica").roles)
+    except registry.RegistryError:
+        return {}
+
+
 @app.command()
 def run(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML spec file; flags override it"),
-    system: Optional[str] = typer.Option(None, help="system under test (default replica; see docs/extending.md)"),
+    system: Optional[str] = typer.Option(None, "--sut", "--system",
+                                         help="system under test: replica | nats (default replica; docs/extending.md)"),
     era: Optional[str] = typer.Option(None, help="the replica's era: hw | kip101 | epoch (default epoch)"),
+    storage: Optional[str] = typer.Option(None, help="nats: stream storage, file | memory (default file)"),
     nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
     time_limit: Optional[float] = typer.Option(None, help="workload seconds (default 60)"),
@@ -183,9 +194,10 @@ def run(
 
     try:
         settings = parse_settings(set_) if set_ else None
-        if hosts and nodes is None:  # the controller host comes first
-            nodes = len(hosts.split(",")) - 1
+        if hosts and nodes is None:  # the system's role hosts (the replica's controller) come first
+            nodes = len(hosts.split(",")) - len(_roles(system))
         spec = build_spec(str(spec_file) if spec_file else None, system=system, era=era, nemesis=nemesis,
+                          system_options={"storage": storage} if storage else None,
                           nemesis_interval=nemesis_interval, time_limit=time_limit, seed=seed, nodes=nodes,
                           keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
                           subnet=subnet, name=name, store_root=store_root,
@@ -401,7 +413,10 @@ def serve(
 @app.command()
 def scenario(
     name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
-    era: Optional[str] = typer.Option(None, help="the variant of the scenario's system (replica: hw | kip101 | epoch)"),
+    era: Optional[str] = typer.Option(None, "--era", "--variant",
+                                      help="the system's variant: replica hw | kip101 | epoch, nats file | memory"),
+    system: Optional[str] = typer.Option(None, "--sut", "--system",
+                                         help="only this system's scenarios (--list); the script must be for it"),
     file: Optional[Path] = typer.Option(None, "--file", help="your own scenario script (YAML)"),
     list_: bool = typer.Option(False, "--list", help="list the library with the expected verdicts"),
     backend: str = typer.Option("netns", help="netns | docker | ssh", callback=registered("replog.backends")),
@@ -418,7 +433,7 @@ def scenario(
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     run_command = _entry("nemesis.scenarios.cli", "run_command")
     with stdout_to_stderr(json_out) as lines:  # the store path is the last line printed
-        code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend,
+        code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend, system=system,
                            expect=expect, store_root=store_root, subnet=subnet,
                            backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts),
                            junit=str(junit) if junit else None)

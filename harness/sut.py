@@ -35,17 +35,19 @@ CHECKPOINTS = "checkpoints"  # DB.inspector.checkpoints: persisted HW per key of
 EVENTS = "events"            # DB.inspector.events: truncations / ISR changes from collected logs
 CLOCK = "clock"              # DB.set_env works for LD_PRELOAD (libfaketime) on the next start
 DATA_FILES = "data-files"    # DB.data_dir / data_files name the node's on-disk state
-CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES)
+OFFSETS = "offsets"          # Inspector.state's leo / hw / log_start are the replica's own (scenario conditions)
+CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS)
 
 
 class Unsupported(RuntimeError):
     """The system under test lacks what was asked of it; one line that names
     the system, the capability (or fault) and what to do instead."""
 
-    def __init__(self, system: str, capability: str, needed_for: str = ""):
+    def __init__(self, system: str, capability: str, needed_for: str = "", reason: str = ""):
         self.system, self.capability = system, capability
         why = f" (needed for {needed_for})" if needed_for else ""
-        super().__init__(f"system {system!r} does not support {capability!r}{why}; "
+        because = f": {reason}" if reason else ""
+        super().__init__(f"system {system!r} does not support {capability!r}{why}{because}; "
                          f"pick another system or leave that out")
 
 
@@ -262,6 +264,7 @@ class System:
     code: tuple[str, ...] = ()                        # folders (repo-relative) installed on the hosts
     check_settings: Callable[[dict, SystemOptions], None] | None = None  # ValueError, one line
     setting_value: Callable[[str, dict, SystemOptions], float] | None = None  # effective value of a setting
+    lacks: dict[str, str] = field(default_factory=dict)  # capability -> why the system cannot have it
     variant_option: str | None = None                 # the option scenarios expect verdicts per (era)
     variants: tuple[str, ...] = ()                    # its values
     default_settings: Callable[[int], dict] = lambda replication_factor: {}  # settings a spec gets unless set
@@ -279,11 +282,11 @@ class System:
 
     def require(self, capability: str, needed_for: str = "") -> None:
         if capability not in self.capabilities:
-            raise Unsupported(self.name, capability, needed_for)
+            raise Unsupported(self.name, capability, needed_for, self.lacks.get(capability, ""))
 
     def require_fault(self, fault: str) -> None:
         if fault not in self.faults:
-            raise Unsupported(self.name, f"fault {fault}", "the nemesis")
+            raise Unsupported(self.name, f"fault {fault}", "the nemesis", self.lacks.get(f"fault {fault}", ""))
 
     def parse_options(self, data: dict | None) -> SystemOptions:
         return self.options.model_validate(data or {})

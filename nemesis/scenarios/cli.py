@@ -16,13 +16,15 @@ def _err(msg: str) -> int:
     return 2
 
 
-def describe_library() -> str:
+def describe_library(system: str | None = None) -> str:
     lines = []
     for name in list_scenarios():
         try:
             s = load_scenario(name)
         except ScenarioError as e:
             lines.append(f"{name}: INVALID: {e}")
+            continue
+        if system is not None and s.system != system:
             continue
         exp = ", ".join(f"{era}={_short(s.expect[era])}" if era in s.expect else f"{era}=not asserted"
                         for era in s.system_def().variants)
@@ -42,9 +44,9 @@ def _short(e) -> str:
 def run_command(name: str | None, file: str | None, era: str | None, list_: bool = False,
                 backend: str = "netns", expect: bool = False, store_root: str = "store",
                 subnet: str | None = None, check: bool = True, backend_options: dict | None = None,
-                junit: str | None = None) -> int:
+                junit: str | None = None, system: str | None = None) -> int:
     if list_:
-        print(describe_library())
+        print(describe_library(system))
         return 0
     if bool(name) == bool(file):
         return _err("give a scenario NAME (see `harness scenario --list`) or --file FILE.yaml, not both")
@@ -52,11 +54,15 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
         scenario = load_file(file) if file else load_scenario(name)
     except ScenarioError as e:
         return _err(str(e))
+    if system is not None and system != scenario.system:
+        return _err(f"{scenario.name} is a scenario of system {scenario.system!r}, not {system!r}; "
+                    f"see `harness scenario --list --sut {system}`")
     variants = scenario.system_def().variants
+    flag = "--era" if scenario.system == "replica" else "--variant"
     if era is None and variants:
-        return _err(f"give the protocol generation: --era {' | '.join(variants)}")
+        return _err(f"give the {scenario.system_def().variant_option or 'variant'}: {flag} {' | '.join(variants)}")
     if era is not None and era not in variants:
-        return _err(f"--era {era!r}: use one of {', '.join(variants) or '(none: leave --era out)'}")
+        return _err(f"{flag} {era!r}: use one of {', '.join(variants) or '(none: leave it out)'}")
     if expect and era not in scenario.expect:
         return _err(f"{scenario.name} declares no verdict for era {era}; run without --expect")
     from harness.runner import Run, RunError

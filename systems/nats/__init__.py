@@ -7,19 +7,24 @@ replication_factor (default min(3, nodes)) and the storage of option
 `storage` (file by default; memory for the loss demonstration). Settings are
 nats-server configuration fields (systems/nats/config.py).
 
-Not available, so refused at validation: dumps of one replica (the replica
-diff is unknown), persisted high watermarks (checkpoints), LEO/HW conditions
-that need them, and clock faults (Go reads the clock without the C library).
+Not available (`lacks` below says why), so refused at validation: dumps of
+one replica (the replica diff is unknown and not counted), persisted high
+watermarks (checkpoints), scenario conditions on LEO/HW, and clock faults.
+Faults: kill, pause, partition, packet, and on the data directory (which
+holds JetStream's files only) power and corrupt.
 """
 from __future__ import annotations
 
 from typing import Literal
 
-from harness.sut import DATA_FILES, INSPECT, PAUSE, PROCESS, System, SystemOptions
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, System,
+                         SystemOptions)
+
+STORAGE = ("file", "memory")
 
 
 class NatsOptions(SystemOptions):
-    storage: Literal["file", "memory"] = "file"
+    storage: Literal[STORAGE] = "file"
     server_binary: str = "nats-server"
 
 
@@ -43,4 +48,15 @@ SYSTEM = System(
     faults=frozenset({"kill", "pause", "partition", "power", "corrupt", "packet"}),
     make_db=_make_db,
     check_settings=check_settings,
+    variant_option="storage",   # scenarios expect verdicts per storage type
+    variants=STORAGE,
+    lacks={
+        DUMP: "JetStream cannot serve one chosen replica's contents (reads go to the stream leader; "
+              "direct gets are answered by whichever replica the queue group picks)",
+        OFFSETS: "JetStream exposes no replica's Raft commit index; LEO/HW conditions need the replica's internals",
+        CHECKPOINTS: "JetStream persists no high watermark per stream",
+        EVENTS: "nats-server logs no truncations or ISR changes",
+        CLOCK: "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
+        "fault clock": "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
+    },
 )

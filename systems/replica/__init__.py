@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from replica.protocol import ERAS
-from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, PAUSE, PROCESS, System,
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, System,
                          SystemOptions)
 
 CONTROLLER = "ctl"
@@ -64,7 +64,7 @@ SYSTEM = System(
     name="replica",
     description="replica/: Kafka-style replicated log (eras hw, kip101, epoch), controller ctl + brokers n1..nN",
     options=ReplicaOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES}),
+    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS}),
     faults=frozenset({"kill", "pause", "partition", "power", "corrupt", "packet", "clock"}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
