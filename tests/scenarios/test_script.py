@@ -32,6 +32,10 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "tiered-multiple-hard-failures": {"epoch": (True, [])},
     "tiered-skip-aux": {"epoch": (False, ["divergence"])},
     "tiered-skip-aux-fixed": {"epoch": (True, [])},
+    # NATS JetStream (README, "NATS JetStream"): storage variant -> declared verdict
+    "nats-kill-all-replicas": {"file": (True, []), "memory": (False, ["lost-write", "inconsistent-offsets"])},
+    "nats-leader-isolated": {"file": (True, []), "memory": (True, [])},
+    "nats-follower-paused": {"file": (True, []), "memory": (True, [])},
 }
 
 
