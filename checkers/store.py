@@ -58,16 +58,18 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         return {}
     try:
         with open(os.path.join(store_dir, "test.json"), encoding="utf-8") as f:
-            name = json.load(f).get("system") or "replica"
+            test = json.load(f)
+        name = test.get("system") or "replica"
         system = registry.system(name)
     except (OSError, ValueError, AttributeError, registry.RegistryError):
         return {}
+    lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
     out = {}
     for cname, checker in registry.load_all(registry.CHECKERS).items():
-        lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n)]
+        lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n) or n in lacks]
         if lacking:
             out[cname] = (f"system {name!r} cannot give what this checker reads ({', '.join(lacking)}): "
-                          f"{system.lacks.get(lacking[0], 'not a capability of the system')}")
+                          f"{lacks.get(lacking[0], 'not a capability of the system')}")
     return out
 
 

@@ -265,6 +265,7 @@ class System:
     check_settings: Callable[[dict, SystemOptions], None] | None = None  # ValueError, one line
     setting_value: Callable[[str, dict, SystemOptions], float] | None = None  # effective value of a setting
     lacks: dict[str, str] = field(default_factory=dict)  # capability -> why the system cannot have it
+    lacks_with: Callable[[dict], dict[str, str]] | None = None  # more of them under some system_options
     variant_option: str | None = None                 # the option scenarios expect verdicts per (era)
     variants: tuple[str, ...] = ()                    # its values
     default_settings: Callable[[int], dict] = lambda replication_factor: {}  # settings a spec gets unless set

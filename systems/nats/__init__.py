@@ -7,9 +7,11 @@ replication_factor (default min(3, nodes)) and the storage of option
 `storage` (file by default; memory for the loss demonstration). Settings are
 nats-server configuration fields (systems/nats/config.py).
 
-Not available (`lacks` below says why), so refused at validation: dumps of
-one replica (the replica diff is unknown and not counted), persisted high
-watermarks (checkpoints), scenario conditions on LEO/HW, and clock faults.
+Dumps: after the run, each node's stopped store is read back through a
+standalone nats-server (systems/nats/dump.py), so the replica diff compares
+the copies. Not available (`lacks` below says why), so refused at
+validation: persisted high watermarks (checkpoints), scenario conditions on
+LEO/HW, and clock faults.
 Faults: kill, pause, partition, packet, and on the data directory (which
 holds JetStream's files only) power and corrupt.
 """
@@ -21,6 +23,8 @@ from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, 
                          SystemOptions)
 
 STORAGE = ("file", "memory")
+MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there is no replica to read back "
+                  "(systems/nats/dump.py reads stopped stores)")
 
 
 class NatsOptions(SystemOptions):
@@ -44,15 +48,14 @@ SYSTEM = System(
     name="nats",
     description="NATS JetStream (nats-server 2.9.10, nats-py): one stream per key, nodes n1..nN",
     options=NatsOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DATA_FILES}),
-    faults=frozenset({"kill", "pause", "partition", "power", "corrupt", "packet"}),
+    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DATA_FILES, DUMP}),
+    faults=frozenset({"kill", "pause", "partition", "packet", "power", "corrupt"}),
     make_db=_make_db,
     check_settings=check_settings,
+    lacks_with=lambda options: {DUMP: MEMORY_NO_DUMP} if options.get("storage") == "memory" else {},
     variant_option="storage",   # scenarios expect verdicts per storage type
     variants=STORAGE,
     lacks={
-        DUMP: "JetStream cannot serve one chosen replica's contents (reads go to the stream leader; "
-              "direct gets are answered by whichever replica the queue group picks)",
         OFFSETS: "JetStream exposes no replica's Raft commit index; LEO/HW conditions need the replica's internals",
         CHECKPOINTS: "JetStream persists no high watermark per stream",
         EVENTS: "nats-server logs no truncations or ISR changes",

@@ -13,6 +13,7 @@ and the fix.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ from pathlib import Path
 from harness.cluster.base import ClusterError
 from harness.sut import HostPlan, RunShape
 from systems.nats.client import NatsLogClient
+from systems.nats.dump import collect_dump
 from systems.nats.config import CLIENT_PORT, NodeAddress, render
 from systems.nats.inspector import NatsInspector
 
@@ -151,7 +153,7 @@ class NatsDb:
 
     def startup_problem(self) -> str | None:
         for node in self.nodes:
-            if node in self.binary and not self.running(node):
+            if node in self.binary and not self.running(node) and self.options.storage == "file":
                 out = self.cluster.remotes[node].run(["tail", "-n", "5", self.log_path(node)], check=False).stdout
                 return f"nats-server on {node} exited at startup: {_last_line(out)}"
         return None
@@ -170,7 +172,8 @@ class NatsDb:
                 self.kill(n)
 
     def collect(self, node: str, dest: Path) -> None:
-        """The server's log and its configuration."""
+        """The server's log and configuration, and (the server being stopped)
+        the dump of its replica of every stream (systems/nats/dump.py)."""
         dest.mkdir(parents=True, exist_ok=True)
         remote = self.cluster.remotes[node]
         for path in (self.log_path(node), self.conf_path(node)):
@@ -178,6 +181,11 @@ class NatsDb:
                 remote.get(path, str(dest / os.path.basename(path)))
             except Exception:  # never started, or the host is gone
                 pass
+        if node in self.binary and not self.running(node) and self.options.storage == "file":
+            local = shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
+            dump = collect_dump(remote, self.data_dir(node), dest, node, local) if local else None
+            if dump is not None:
+                (dest / "dump.json").write_text(json.dumps(dump, separators=(",", ":")))
 
 
 def _separate_filesystem(remote) -> bool:

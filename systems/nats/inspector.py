@@ -12,9 +12,10 @@ only when it applies the committed Raft entry, so everything it stores is
 committed: hw = leo. JetStream 2.9 exposes no Raft term, so `epoch` is None
 (the reports mark a leader change by the leader's name instead).
 
-No dumps: JetStream cannot serve one chosen replica's contents (reads go to
-the stream leader; `allow_direct` gets are answered by whichever replica the
-queue group picks), so the replica-log diff is `unknown` for NATS.
+No live dumps: a running cluster serves reads from the stream leader only
+(`allow_direct` gets are answered by whichever replica the queue group
+picks), so one chosen replica's contents are read after the run, from its
+stopped store (systems/nats/dump.py, called by NatsDb.collect).
 
 The endpoint is read with a 10-line HTTP/1.0 GET over asyncio streams: the
 standard library's urllib blocks, and a worker thread would not be inside

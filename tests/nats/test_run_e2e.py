@@ -26,12 +26,28 @@ def test_run_ends_with_a_verdict_and_leaders_in_the_samples(tmp_path):
     assert out.returncode in (0, 1), out.stderr[-2000:]
     assert results["valid"] in (True, False)
     diff = results["checkers"]["replica-diff"]
-    assert diff["applies"] is False and "cannot serve one chosen replica" in diff["note"]
+    assert diff["valid"] in (True, False) and "applies" not in diff   # the stopped stores, read back
+    for node in ("n1", "n2", "n3"):
+        dump = json.loads((store / "nodes" / node / "dump.json").read_text())
+        assert {p["partition"] for p in dump["partitions"]} == {0, 1, 2}
     leaders = {p["leader"] for line in (store / "samples.jsonl").read_text().splitlines()
                for p in json.loads(line)["state"]["partitions"]}
     assert leaders & {"n1", "n2", "n3"}
     assert (store / "nodes" / "n1" / "nats.log").is_file() and (store / "report.html").is_file()
     assert not list((tmp_path / "runs").glob("*.json")), "run record left behind"
+
+
+def test_memory_streams_have_no_replica_to_diff(tmp_path):
+    """Nothing of a memory stream outlives its server: the diff says so and does
+    not make the verdict unknown; file streams are diffed."""
+    from checkers.store import not_applicable
+
+    for storage in ("memory", "file"):
+        (tmp_path / storage).mkdir()
+        (tmp_path / storage / "test.json").write_text(json.dumps({"system": "nats",
+                                                                   "system_options": {"storage": storage}}))
+    assert "memory storage keeps no copy" in not_applicable(str(tmp_path / "memory"))["replica-diff"]
+    assert not_applicable(str(tmp_path / "file")) == {}
 
 
 def test_kill_all_replicas_scenario_has_its_declared_verdict(tmp_path):
