@@ -92,9 +92,7 @@ def needs(cond: "Condition") -> set[str]:
     for c in cond.clauses:
         for q in (c.lhs, c.rhs):
             if isinstance(q, Quantity) and q.kind in _STATE_KINDS:
-                out.add("inspect")
-                if q.kind in ("leo", "hw", "log_start"):
-                    out.add("offsets")  # the replica's own LEO/HW (not every system has them)
+                out.update(("inspect", "offsets"))  # the replica's own offsets (not every system has them)
             elif isinstance(q, Quantity) and q.kind == "checkpoint":
                 out.add("checkpoints")
         if c.kind in ("role",) or (c.kind == "leader" and c.rhs is not None):

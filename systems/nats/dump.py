@@ -166,14 +166,20 @@ class _standalone:
 
 
 def collect_dump(remote, data_dir: str, dest: Path, node: str, binary: str) -> dict | None:
-    """Copy the node's (stopped) store here and dump it; None if it cannot be read."""
+    """Copy the node's (stopped) store here and dump it; None if it cannot be read.
+    After a power fault the FUSE layer (nemesis/lazyfs) is unmounted and what
+    the disk kept is in `<data_dir>.backing`, which is read instead."""
     with tempfile.TemporaryDirectory(prefix="nats-copy-") as tmp:
         local = os.path.join(tmp, "data")
-        try:
-            remote.get(data_dir, local)
-        except Exception:
-            return None
-        if not os.path.isdir(os.path.join(local, "jetstream")):
+        for source in (data_dir, data_dir.rstrip("/") + ".backing"):
+            shutil.rmtree(local, ignore_errors=True)
+            try:
+                remote.get(source, local)
+            except Exception:
+                continue
+            if os.path.isdir(os.path.join(local, "jetstream")):
+                break
+        else:
             return None
         try:
             dump = dump_store(local, binary, log=dest / "dump-server.log")
