@@ -68,7 +68,8 @@ def _check_stories(browser, store: Path, shots: Path, name: str) -> int:
             assert re.search(r"n\d+ truncated its log from \d+ to \d+", row["removal"]), row
             assert row["diffRow"], row  # the log diff is unfolded at that offset
         browser.screenshot(page, shots / f"{name}-stories.png", selector="table.story-table")
-        browser.screenshot(page, shots / f"{name}-replica-plot.png", selector="img.replica-plot")
+        plot = f"#replica-{lost[0]['key']}" if lost else "img.replica-plot"  # the partition that lost writes
+        browser.screenshot(page, shots / f"{name}-replica-plot.png", selector=plot)
     finally:
         browser.close_page(page)
     return len(lost)
