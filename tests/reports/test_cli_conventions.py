@@ -194,3 +194,29 @@ def test_latest_points_at_a_run_only_once_its_store_is_complete(tmp_path):
     first = json.loads(history.read_text().splitlines()[0])
     assert isinstance(test.get("t0_wall"), float)  # the wall clock at history time 0, for the report's one axis
     assert abs(test["t0_wall"] + first["time"] / 1e9 - run_dir.stat().st_mtime) < 600
+
+
+CAMPAIGN = """name: json-t
+description: the smallest campaign, for --json
+eras: [epoch]
+nemesis: [[kill]]
+time_limit: 3
+nemesis_interval: 1
+seeds: [1]
+scenarios: [hw-data-loss]
+subnets: 10.223.9.0/24
+budget: 5m
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_campaign_run_json(tmp_path):
+    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    out = harness("campaign", "run", "c.yaml", "--store", str(tmp_path / "store"), "--engine", "local", "--json",
+                  cwd=tmp_path, timeout=400,
+                  env={"HARNESS_RUN_DIR": str(tmp_path / "runs"), "HARNESS_WORK_ROOT": str(tmp_path / "work")})
+    doc = json.loads(out.stdout)  # one document; the progress lines went to stderr
+    assert Path(doc["store"]).parent.parent == tmp_path / "store" / "campaigns", doc["store"]
+    assert (Path(doc["store"]) / "summary.json").is_file()
+    assert doc["exit_code"] == out.returncode == 0 and doc["valid"] is True, out.stderr
+    assert len(doc["cells"]) == 2 and "cells as expected" in out.stderr
