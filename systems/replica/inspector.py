@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from harness.sut import ReplicaState
@@ -29,6 +30,30 @@ def replica_state(part: dict) -> ReplicaState:
                         leo=part.get("leo"), hw=part.get("hw"), log_start=part.get("log_start"),
                         isr=tuple(f"n{b}" for b in part.get("isr") or ()),
                         local_log_start=part.get("local_log_start"), remote_end=part.get("remote_end"))
+
+
+def _daemon_thread(fn, *args) -> asyncio.Future:
+    """``fn(*args)`` on a daemon thread: unlike asyncio.to_thread, a call stuck on a
+    faulty host cannot hold up the event loop's shutdown after a timeout."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(result=None, error=None) -> None:
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def run() -> None:
+        try:
+            result, error = fn(*args), None
+        except Exception as e:  # noqa: BLE001 - handed to the awaiting coroutine
+            result, error = None, e
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:    # the loop is gone: nobody waits any more
+            pass
+
+    threading.Thread(target=run, daemon=True, name="remote-dump").start()
+    return future
 
 
 class ReplicaInspector:
@@ -78,7 +103,7 @@ class ReplicaInspector:
             remote = {name: segs for name, segs in (state.get("remote") or {}).items()
                       if name.rpartition("-")[0] == TOPIC}
             store = StoreClient(self.db.address(self.db.store), timeout=5.0)
-            dump = await asyncio.wait_for(asyncio.to_thread(remote_dump, store, remote), timeout)
+            dump = await asyncio.wait_for(_daemon_thread(remote_dump, store, remote), timeout)
         except Exception:
             return {}
         finally:
