@@ -87,3 +87,25 @@ def test_a_keyed_panel_draws_only_its_key():
     sends = [b.title for b in p.views[0].bars if ": send " in b.title]
     assert sends and all(f"send [{key}, " in t for t in sends), sends[:5]
     assert sum(b.css == "failing" for b in p.views[0].bars) == 1
+
+
+def test_the_run_report_shows_the_counterexample_view(tmp_path):
+    """results.json with a linearizability counterexample: the run report draws its panel."""
+    from checkers.history import read_history
+    from checkers.linear import check_ops
+    from reports_html import Page
+
+    import reports
+
+    store = tmp_path / "run"
+    shutil.copytree(REPO / "tests" / "data" / "stores" / "hw-kill-seed11", store)
+    result = check_ops(read_history(str(store / "history.jsonl")), "log")
+    results = json.loads((store / "results.json").read_text())
+    results["checkers"]["linearizability"] = result
+    (store / "results.json").write_text(json.dumps(results))
+    page = Page(Path(reports.build_report(store)).read_text())
+    assert "linearizability" in page.ids()
+    from reports.linear_page import counterexamples
+
+    assert len(page.with_class("linear-panel", "section")) == len(counterexamples(result)) >= 1
+    assert len(page.with_class("failing", "g")) >= 1
