@@ -186,7 +186,7 @@ class Run:
         self.store = run_store.create_run_dir(spec.store_root, spec.name).resolve()
         run_store.write_json(self.store / run_store.TEST, {
             **spec.model_dump(), "variant": spec.variant, "run_id": self.run_id,
-            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "faults": self._fault_table()})
         log = open(self.store / run_store.HARNESS_LOG, "a", encoding="utf-8")
         self.progress = self.progress or Progress()
         self.progress.log_file = log
@@ -235,6 +235,17 @@ class Run:
         run_store.link_latest(self.store)
         log.close()
         return rc
+
+    def _fault_table(self) -> dict:
+        """The run's faults as the history names them, for the reports: {fault: {start, stop, colour}}."""
+        out = {}
+        for name in sorted(self.system.faults):
+            try:
+                kind = registry.fault(name)
+            except registry.RegistryError:
+                continue
+            out[name] = {"start": kind.start, "stop": kind.stop, "colour": kind.colour}
+        return out
 
     def _check(self) -> int:
         self.progress.message("checking")

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:  # the cluster seam (harness/cluster/base.py); only for annotations
-    from harness.cluster.base import Cluster
+# "Cluster" in annotations below is harness.cluster.base.Cluster (a higher layer: not imported).
 
 # -- capabilities ------------------------------------------------------------
 PROCESS = "process"          # DB.process: start / kill / running per node

@@ -11,56 +11,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-EXPLANATIONS = {
-    "lost-write": "An acknowledged send is missing from the log although a later offset of the "
-                  "same partition was read: the cluster confirmed the write, then lost it.",
-    "unseen": "An acknowledged send was never read, and nothing after it was read either: it may "
-              "be lost, or the final reads never reached it.",
-    "inconsistent-offsets": "Two different values were read at the same offset of a partition: "
-                            "consumers were handed divergent logs.",
-    "duplicate": "One value appears at two offsets: a single send was stored twice.",
-    "nonmonotonic-poll": "A consumer's poll returned an offset lower than one it had already read: "
-                         "its reads went backwards.",
-    "poll-skip": "A consumer's poll jumped over offsets that exist in the log: records were skipped.",
-    "nonmonotonic-send": "Successive sends of one process to a partition got decreasing offsets.",
-    "aborted-read": "A value whose send definitely failed was read: a write reported as failed "
-                    "was in fact applied.",
-    "realtime-order": "A send acknowledged before another was invoked got a higher offset: the "
-                      "log order contradicts real time.",
-    "divergence": "Replicas hold different records at the same offset below their high "
-                  "watermarks: data the cluster had committed differs between copies of the log.",
-    "divergent-below-hw": "Replicas hold different records at the same offset below the high "
-                          "watermark: committed data diverged.",
-    "committed-missing": "A record below the high watermark is missing on every replica: "
-                         "committed data is gone.",
-    "missing-committed": "Offsets below the high watermark that no replica holds: committed "
-                         "data is gone from every copy of the log.",
-    "lost-acknowledged": "An acknowledged send whose value no replica holds at any offset: the "
-                         "cluster confirmed the write and no copy of the log kept it.",
-    "acknowledged-missing": "An acknowledged send is absent from every replica's log.",
-    "ack-missing": "An acknowledged send is absent from every replica's log.",
-    "truncation": "A replica truncated its log at a point other than the expected one.",
-    "nonlinearizable": "No order of the operations agrees with both the model and real time.",
-}
+from checkers.vocabulary import VOCABULARY
 
-PHRASES = {
-    "lost-write": "{n} acknowledged write{s} lost",
-    "unseen": "{n} acknowledged write{s} never read",
-    "inconsistent-offsets": "{n} offset{s} read with different values",
-    "duplicate": "{n} value{s} stored twice",
-    "aborted-read": "{n} failed write{s} read back",
-    "divergence": "replicas diverge at {n} offset{s}",
-    "divergent-below-hw": "replicas diverge below the HW at {n} offset{s}",
-    "committed-missing": "{n} committed record{s} missing everywhere",
-    "missing-committed": "{n} committed offset{s} missing on every replica",
-    "lost-acknowledged": "{n} acknowledged write{s} absent from every replica",
-    "acknowledged-missing": "{n} acknowledged send{s} absent from every replica",
-    "realtime-order": "{n} send{s} out of real-time order",
-    "nonmonotonic-send": "{n} send{s} given a lower offset than the process's previous one",
-    "nonmonotonic-poll": "{n} poll{s} that went backwards",
-    "poll-skip": "{n} poll{s} that skipped offsets",
-    "nonlinearizable": "the history is not linearizable",
-}
+# One vocabulary (checkers/vocabulary.py): what each name a checker emits means, and
+# the words of the verdict sentence. tests/test_vocabulary.py checks both directions.
+EXPLANATIONS = {a.name: a.explanation for a in VOCABULARY.values()}
+PHRASES = {a.name: a.phrase for a in VOCABULARY.values()}
 MAX_EXAMPLES = 25
 
 

@@ -18,11 +18,10 @@ matplotlib.use("Agg")  # never a display; networkx drawing imports pyplot
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from .ops import FAULT_COLOURS, Fault  # noqa: E402
+from .ops import SECONDS, Fault  # noqa: E402
 
 STYLE = {"text.parse_math": False, "svg.hashsalt": "report", "font.size": 9,
          "axes.spines.top": False, "axes.spines.right": False}
-SECONDS = 1e-9
 
 
 @contextmanager
@@ -51,7 +50,7 @@ def shade_faults(ax, faults: list[Fault], label: bool = True, zorder: float = 0)
     lane_of = lanes([(f.start, f.end) for f in faults])
     depth = 0.045
     for fault, lane in zip(faults, lane_of):
-        colour = FAULT_COLOURS.get(fault.kind, FAULT_COLOURS["other"])
+        colour = fault.colour
         name = fault.kind if label and fault.kind not in seen else None
         seen.add(fault.kind)
         start, end = fault.start * SECONDS, max(fault.end, fault.start + 1) * SECONDS

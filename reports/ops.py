@@ -3,6 +3,11 @@
 A history line is half an operation: the invocation and the completion arrive as
 separate lines of one process.  Timelines, latencies and the nemesis shading all
 need the whole operation (start, end, outcome), so this is done once here.
+
+Which nemesis ops start and stop which fault, and its colour, come from the run
+(test.json `faults`, written by the runner from each registered FaultKind); a
+store without that table uses the faults registered now. Nothing is guessed
+from op names: an op no fault declares is an instant marker.
 """
 
 from __future__ import annotations
@@ -14,22 +19,31 @@ from .grudges import grudge_text, parse_grudge
 
 NEMESIS = "nemesis"
 
-# f of a nemesis op -> (fault kind, True when it starts the fault, False when it ends it)
-FAULT_ACTIONS: dict[str, tuple[str, bool]] = {
-    "kill": ("kill", True), "crash": ("kill", True), "kill-node": ("kill", True),
-    "stop-node": ("kill", True), "start": ("kill", False), "restart": ("kill", False),
-    "start-node": ("kill", False), "revive": ("kill", False), "recover": ("kill", False),
-    "partition": ("partition", True), "start-partition": ("partition", True),
-    "partition-start": ("partition", True), "isolate": ("partition", True),
-    "heal": ("partition", False), "stop-partition": ("partition", False),
-    "partition-stop": ("partition", False), "heal-partition": ("partition", False),
-    "pause": ("pause", True), "suspend": ("pause", True), "stop-process": ("pause", True),
-    "resume": ("pause", False), "unpause": ("pause", False), "continue": ("pause", False),
-    "clock-skew": ("clock", True), "bump-clock": ("clock", True), "reset-clock": ("clock", False),
-}
-ENDS_ALL = {"final", "heal-all", "stop-all", "recover-all"}
-FAULT_COLOURS = {"kill": "#d62728", "partition": "#1f77b4", "pause": "#9467bd",
-                 "clock": "#8c564b", "other": "#7f7f7f"}
+SECONDS = 1e-9  # history times are nanoseconds
+FINAL = "final"  # the runner's op after the final heal: ends every fault
+OTHER_COLOUR = "#7f7f7f"
+
+
+def fault_table(test: dict | None = None) -> dict[str, dict]:
+    """{fault: {"start", "stop", "colour"}} of a run: test.json's `faults`, else the registry's."""
+    table = (test or {}).get("faults")
+    if isinstance(table, dict) and table:
+        return {str(k): v for k, v in table.items() if isinstance(v, dict)}
+    try:
+        from harness import registry
+        kinds = registry.load_all(registry.FAULTS)
+    except Exception:  # noqa: BLE001 - a report renders without the registry, with markers only
+        return {}
+    return {name: {"start": k.start, "stop": k.stop, "colour": k.colour} for name, k in kinds.items()}
+
+
+def fault_actions(table: dict[str, dict]) -> dict[str, tuple[str, bool]]:
+    """f of a nemesis op -> (fault, True when it starts the fault, False when it ends it)."""
+    out = {}
+    for name, kind in table.items():
+        out[str(kind.get("stop"))] = (name, False)
+        out[str(kind.get("start"))] = (name, True)
+    return out
 
 
 def _registered_faults() -> None:
@@ -93,6 +107,7 @@ class Fault:
     end: int
     label: str
     ops: tuple[int, ...]
+    colour: str = OTHER_COLOUR
 
 
 def _as_int(x: Any, default: int) -> int:
@@ -155,12 +170,21 @@ def nemesis_label(op: Op) -> str:
     return str(op.f)
 
 
-def fault_intervals(ops: list[Op], end_of_test: int) -> tuple[list[Fault], list[Op]]:
+def fault_intervals(ops: list[Op], end_of_test: int,
+                    table: dict[str, dict] | None = None) -> tuple[list[Fault], list[Op]]:
     """Fault intervals from nemesis ops, plus nemesis ops that are neither start nor end.
 
-    A start opens an interval of its kind; the next end of that kind (or ``final``)
-    closes every open interval of that kind.  Unknown fs become instant markers.
+    A start opens an interval of its fault; the next stop of that fault (or ``final``)
+    closes every open interval of it. `table` is the run's fault_table(); fs it
+    does not name become instant markers.
     """
+    table = fault_table() if table is None else table
+    actions = fault_actions(table)
+    colour = {name: str(kind.get("colour") or OTHER_COLOUR) for name, kind in table.items()}
+
+    def fault(kind, start, end, label, ix):
+        return Fault(kind, start, end, label, ix, colour.get(kind, OTHER_COLOUR))
+
     open_: dict[str, list[tuple[int, str, list[int]]]] = {}
     faults: list[Fault] = []
     markers: list[Op] = []
@@ -168,13 +192,10 @@ def fault_intervals(ops: list[Op], end_of_test: int) -> tuple[list[Fault], list[
         if op.process != NEMESIS:
             continue
         f = str(op.f)
-        action = FAULT_ACTIONS.get(f)
-        if action is None and f not in ENDS_ALL:
-            guess = next((k for k in ("partition", "kill", "pause", "clock") if k in f), None)
-            action = (guess, not any(w in f for w in ("stop", "heal", "end", "resume"))) if guess else None
-        if f in ENDS_ALL:
+        action = actions.get(f)
+        if f == FINAL:
             for kind, starts in open_.items():
-                faults += [Fault(kind, s, op.start, lbl, tuple(ix) + op.indices) for s, lbl, ix in starts]
+                faults += [fault(kind, s, op.start, lbl, tuple(ix) + op.indices) for s, lbl, ix in starts]
             open_.clear()
             markers.append(op)
         elif action is None:
@@ -183,9 +204,9 @@ def fault_intervals(ops: list[Op], end_of_test: int) -> tuple[list[Fault], list[
             open_.setdefault(action[0], []).append((op.start, nemesis_label(op), list(op.indices)))
         else:
             for s, lbl, ix in open_.pop(action[0], []):
-                faults.append(Fault(action[0], s, op.start, f"{lbl} .. {nemesis_label(op)}",
+                faults.append(fault(action[0], s, op.start, f"{lbl} .. {nemesis_label(op)}",
                                     tuple(ix) + op.indices))
     for kind, starts in open_.items():
-        faults += [Fault(kind, s, end_of_test, lbl, tuple(ix)) for s, lbl, ix in starts]
+        faults += [fault(kind, s, end_of_test, lbl, tuple(ix)) for s, lbl, ix in starts]
     faults.sort(key=lambda f: f.start)
     return faults, markers

@@ -19,7 +19,7 @@ from typing import Any
 from . import anomalies as anomalies_mod
 from .clock import run_clock
 from .diff_grid import divergent_records, grids, replica_logs
-from .ops import fault_intervals, mark_referenced, nemesis_label, pair_ops
+from .ops import fault_intervals, fault_table, mark_referenced, nemesis_label, pair_ops
 from .ops_table import select_rows
 from .perf_plots import latency_plot, overview_plot, throughput_plot
 from .render import render
@@ -146,7 +146,7 @@ def _build(store_dir: Path) -> str:
     store = read_store(store_dir)
     ops = pair_ops(store.history)
     end_of_test = max((op.end for op in ops), default=0)
-    faults, markers = fault_intervals(ops, end_of_test)
+    faults, markers = fault_intervals(ops, end_of_test, fault_table(store.test))
     found = anomalies_mod.collect(store.results)
     clock = run_clock(store.test, store.results)
     scenario = read_scenario(store.results, store.path, clock)

@@ -12,8 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .figures import SECONDS
-from .ops import FAULT_COLOURS, NEMESIS, Fault, Op, nemesis_label
+from .ops import NEMESIS, SECONDS, Fault, Op, nemesis_label
 
 FULL_LIMIT = 300  # a history with at most this many ops gets one window
 WINDOW_OPS = 120  # ops after an anomaly cluster
@@ -159,5 +158,5 @@ def layout(chunk: list[Op], faults: list[Fault], title: str) -> Window:
         r0 = next((r for r, t in enumerate(times) if t >= fault.start), len(times) - 1)
         r1 = next((r for r in range(len(times) - 1, -1, -1) if times[r] <= fault.end), r0)
         win.bands.append(Band(r0 * ROW_PX, max(1, r1 - r0 + 1) * ROW_PX,
-                              FAULT_COLOURS.get(fault.kind, FAULT_COLOURS["other"]), fault.label, lane))
+                              fault.colour, fault.label, lane))
     return win

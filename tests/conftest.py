@@ -43,3 +43,37 @@ def hw_data_loss_runs(tmp_path_factory):
         lines = out.stdout.strip().splitlines()
         runs[era] = (out, Path(lines[-1]) if lines else None)
     return runs
+
+
+# -- test tiers ----------------------------------------------------------------
+# Every test belongs to one tier (pyproject.toml markers): `pytest -m unit` is the
+# seconds-long inner loop; the README's test command runs every tier. A module or a
+# test may name its tier with a marker; otherwise it follows from what it needs.
+TIERS = ("unit", "root", "docker", "spark", "browser")
+_ROOT_SIGNS = ("needs_root", "need_root", "geteuid", "NetnsCluster", "hw_data_loss_runs", "run_harness")
+_module_needs_root: dict[str, bool] = {}
+
+
+def _tier(item) -> str:
+    own = [m.name for m in item.iter_markers() if m.name in TIERS]
+    if own:
+        return own[0]
+    path = Path(str(item.fspath))
+    if "docker" in path.relative_to(REPO).parts[:2]:
+        return "docker"
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & {"browser", "page", "chromium"}:
+        return "browser"
+    if "spark" in fixtures:
+        return "spark"
+    if str(path) not in _module_needs_root:
+        text = path.read_text(errors="replace")
+        _module_needs_root[str(path)] = any(sign in text for sign in _ROOT_SIGNS)
+    return "root" if _module_needs_root[str(path)] else "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = _tier(item)
+        if not any(m.name == tier for m in item.iter_markers()):
+            item.add_marker(getattr(pytest.mark, tier))

@@ -29,7 +29,7 @@ Models (name[:initial value as EDN]):
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable
 
 INCONSISTENT = object()
 """Returned by ``step`` when the op cannot take effect in the given state."""
@@ -324,7 +324,3 @@ def parse_model(spec: str | Model) -> Model:
         except Exception as err:  # edn_format raises several types
             raise ValueError(f"model {spec!r}: the initial value must be EDN, e.g. {name}:0 ({err})") from None
     return MODELS[name](initial)
-
-
-def model_names() -> Iterable[str]:
-    return sorted(MODELS)

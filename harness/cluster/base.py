@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from harness.remote import ClusterError  # noqa: F401 - the backends' error, re-exported
@@ -117,16 +117,6 @@ class Cluster(Protocol):
     def destroy(self) -> None:
         """Stop every daemon and remove every host and network. Idempotent."""
         ...
-
-
-@dataclass
-class ClusterSpec:
-    """What a backend needs to build a cluster."""
-
-    run_id: str
-    nodes: int = 3
-    subnet: str = "10.210.0.0/24"
-    extra: dict = field(default_factory=dict)  # backend-specific options
 
 
 def address_plan(subnet: str, nodes: int, example: str,

@@ -62,20 +62,6 @@ class LocalRemote:
         proc = self._daemons.get(name)
         return proc is not None and proc.poll() is None
 
-    def daemon_pid(self, name: str) -> int | None:
-        proc = self._daemons.get(name)
-        return proc.pid if proc is not None else None
-
-    def wait_daemon(self, name: str, timeout: float) -> int | None:
-        """Wait for a daemon to exit; its exit code, or None on timeout."""
-        proc = self._daemons.get(name)
-        if proc is None:
-            return None
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
     def put(self, local_path: str, remote_path: str) -> None:
         _copy(local_path, remote_path)
 

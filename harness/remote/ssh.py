@@ -237,10 +237,6 @@ class SshRemote:
             self._on_start(name, pid, int(start))
         return pid
 
-    def daemon_pid(self, name: str) -> int | None:
-        entry = self._daemons.get(name)
-        return entry[0] if entry else None
-
     def _guard(self, name: str) -> str | None:
         """Shell test that is true while the recorded process is the same one
         and has not exited (zombies count as exited)."""
@@ -267,14 +263,6 @@ class SshRemote:
         if guard is None:
             return False
         return self.run_shell(f"{guard}", check=False, timeout=15).returncode == 0
-
-    def kill_all_daemons(self) -> None:
-        """SIGKILL every daemon started through this remote (continue first
-        is not needed: SIGKILL also ends stopped processes)."""
-        guards = [(name, self._guard(name)) for name in self._daemons]
-        script = "; ".join(f"if {g}; then kill -9 {self._daemons[n][0]}; fi" for n, g in guards if g)
-        if script:
-            self.run_shell(script + "; true", check=False, timeout=15)
 
     # -- files ---------------------------------------------------------------
     def _sftp_client(self) -> paramiko.SFTPClient:

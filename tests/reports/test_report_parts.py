@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reports.anomalies import collect, verdict
 from reports.diff_grid import build_grid, replica_logs
-from reports.ops import fault_intervals, pair_ops
+from reports.ops import fault_intervals, fault_table, pair_ops
 from reports.replica_plots import partition_series
 from reports.grudges import parse_grudge
 
@@ -33,14 +33,26 @@ def test_fault_intervals_from_nemesis_ops():
         _line(2, 20, "nemesis", "info", "partition", {"grudge": {"n1": ["n2"]}}),
         _line(3, 30, "nemesis", "info", "start", ["n1"]),
         _line(4, 40, "nemesis", "info", "final"),
-        _line(5, 45, "nemesis", "info", "pause-node", ["n3"]),  # never resumed
-        _line(6, 50, "nemesis", "info", "something-new"),
+        _line(5, 45, "nemesis", "info", "freeze", ["n3"]),  # never thawed
+        _line(6, 50, "nemesis", "info", "pause-node"),       # no fault of this run says so: a marker
     ]
-    faults, markers = fault_intervals(pair_ops(history), end_of_test=60)
-    assert [(f.kind, f.start, f.end) for f in faults] == [
-        ("kill", 10, 30), ("partition", 20, 40), ("pause", 45, 60)]
+    table = {"kill": {"start": "kill", "stop": "start", "colour": "#d62728"},
+             "partition": {"start": "partition", "stop": "heal", "colour": "#1f77b4"},
+             "pause": {"start": "freeze", "stop": "thaw", "colour": "#9467bd"}}   # names come from the run
+    faults, markers = fault_intervals(pair_ops(history), end_of_test=60, table=table)
+    assert [(f.kind, f.start, f.end, f.colour) for f in faults] == [
+        ("kill", 10, 30, "#d62728"), ("partition", 20, 40, "#1f77b4"), ("pause", 45, 60, "#9467bd")]
     assert faults[0].label == "kill n1 .. start n1"
-    assert [m.f for m in markers] == ["final", "something-new"]
+    assert [m.f for m in markers] == ["final", "pause-node"]
+
+
+def test_without_a_table_in_the_run_the_registered_faults_name_the_ops():
+    from harness import registry
+    table = fault_table({})
+    assert set(table) == set(registry.names(registry.FAULTS))
+    assert table["kill"] == {"start": "kill", "stop": "start", "colour": registry.fault("kill").colour}
+    assert fault_table({"faults": {"x": {"start": "a", "stop": "b", "colour": "red"}}}) == \
+        {"x": {"start": "a", "stop": "b", "colour": "red"}}
 
 
 def test_grudge_in_every_shape():

@@ -169,3 +169,32 @@ def test_a_shrink_with_the_leaders_account_is_checked_against_the_protocol_not_t
         results.refine_measurement(meas, _shrink_line(age, gap))
         assert meas["within"] is within and meas["ms"] == age and meas["since_cut_ms"] == 6900.0
         assert (meas["min_ms"], meas["bound_ms"]) == (4000.0, 4000.0 + gap)
+
+
+def test_harness_check_keeps_the_scenario_verdict(store):
+    """results.json has one writer (harness.verdict); a later `harness check` re-judges the
+    scenario's findings with fresh checker results instead of dropping them."""
+    from harness import verdict
+
+    scenario = load_scenario("hw-data-loss")
+    section = results.findings(store, scenario, "epoch", {"aliases": {"A": "n2", "B": "n1"}, "writes": [],
+                                                          "measurements": [], "events": events(store)})
+    first = verdict.check_store(store, findings=section)
+    assert first["valid"] is False and first["scenario"]["as_expected"] is False  # epoch must lose nothing
+    again = verdict.check_store(store)              # what `harness check` does
+    assert again["scenario"] == first["scenario"] and again["valid"] is False
+    assert json.loads((store / "results.json").read_text()) == again
+    assert not (store / "scenario-results.json").exists()
+
+
+def test_an_old_store_with_scenario_results_json_is_still_judged(store):
+    from harness import verdict
+
+    scenario = load_scenario("hw-data-loss")
+    section = results.findings(store, scenario, "hw", {"aliases": {"A": "n2", "B": "n1"}, "writes": [],
+                                                       "measurements": [], "events": events(store)})
+    old = results.judge(check_store(str(store)), section)
+    (store / "scenario-results.json").write_text(json.dumps({"valid": old["valid"], "scenario": old["scenario"]}))
+    (store / "results.json").write_text(json.dumps({"valid": True}))  # an old `harness check` dropped it
+    out = verdict.check_store(store)
+    assert out["valid"] is False and out["scenario"]["as_expected"] is True
