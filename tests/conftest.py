@@ -51,6 +51,15 @@ def hw_data_loss_runs(tmp_path_factory):
 # test may name its tier with a marker; otherwise it follows from what it needs.
 TIERS = ("unit", "root", "docker", "spark", "browser")
 _ROOT_SIGNS = ("needs_root", "need_root", "geteuid", "NetnsCluster", "hw_data_loss_runs", "run_harness")
+# Modules whose need does not show in a fixture or a root check: real daemons of
+# libfaketime, and report pages rendered from whole stores (the browser tier's pages).
+MODULE_TIERS = {
+    "tests/nemesis/test_clock.py": "root",
+    "tests/checkers/test_spark_master.py": "spark",
+    "tests/reports/test_report_page.py": "browser",
+    "tests/reports/test_report_scale.py": "browser",
+    "tests/reports/test_linear_page.py": "browser",
+}
 _module_needs_root: dict[str, bool] = {}
 
 
@@ -59,9 +68,14 @@ def _tier(item) -> str:
     if own:
         return own[0]
     path = Path(str(item.fspath))
-    if "docker" in path.relative_to(REPO).parts[:2]:
+    rel = path.relative_to(REPO)
+    if rel.as_posix() in MODULE_TIERS:
+        return MODULE_TIERS[rel.as_posix()]
+    if "docker" in rel.parts[:2]:
         return "docker"
     fixtures = set(getattr(item, "fixturenames", ()))
+    if "local_cluster" in fixtures:  # real replica processes (tests/replica/cluster_fixture.py)
+        return "root"
     if fixtures & {"browser", "page", "chromium"}:
         return "browser"
     if "spark" in fixtures:

@@ -5,6 +5,7 @@ higher layer than its own (the layers are the table in docs/extending.md)."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache
 def import_graph() -> nx.DiGraph:
     mods = modules()
 
