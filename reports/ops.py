@@ -46,23 +46,6 @@ def fault_actions(table: dict[str, dict]) -> dict[str, tuple[str, bool]]:
     return out
 
 
-def _registered_faults() -> None:
-    """Every registered fault (replog.faults) brings its start and stop op
-    names and its colour, so a new fault gets its own band without an edit here."""
-    try:
-        from harness import registry
-        kinds = registry.load_all(registry.FAULTS).values()
-    except Exception:  # reports also work on a machine without the harness installed
-        return
-    for kind in kinds:
-        FAULT_ACTIONS.setdefault(kind.start, (kind.name, True))
-        FAULT_ACTIONS.setdefault(kind.stop, (kind.name, False))
-        FAULT_COLOURS.setdefault(kind.name, kind.colour)
-
-
-_registered_faults()
-
-
 @dataclass(slots=True)
 class Op:
     """One operation: its invocation and completion joined."""
