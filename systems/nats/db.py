@@ -45,6 +45,7 @@ class NatsDb:
         self.nodes = list(plan.nodes)
         self.hosts = list(plan.nodes)
         self.settings = dict(shape.settings)
+        self.keys = shape.keys
         self.env: dict[str, dict[str, str]] = {}
         self.binary: dict[str, str] = {}
         self.process = self
@@ -183,7 +184,7 @@ class NatsDb:
                 pass
         if node in self.binary and not self.running(node) and self.options.storage == "file":
             local = shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
-            dump = collect_dump(remote, self.data_dir(node), dest, node, local) if local else None
+            dump = collect_dump(remote, self.data_dir(node), dest, node, local, self.keys) if local else None
             if dump is not None:
                 (dest / "dump.json").write_text(json.dumps(dump, separators=(",", ":")))
 

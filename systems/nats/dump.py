@@ -165,25 +165,34 @@ class _standalone:
             self.proc.wait()
 
 
-def collect_dump(remote, data_dir: str, dest: Path, node: str, binary: str) -> dict | None:
+def collect_dump(remote, data_dir: str, dest: Path, node: str, binary: str, keys: int = 0) -> dict | None:
     """Copy the node's (stopped) store here and dump it; None if it cannot be read.
     After a power fault the FUSE layer (nemesis/lazyfs) is unmounted and what
-    the disk kept is in `<data_dir>.backing`, which is read instead."""
+    the disk kept is in `<data_dir>.backing`, which is read instead. A key
+    whose stream the disk no longer has (its metadata was never synced) is an
+    empty copy, so acknowledged writes gone from every node are counted."""
     with tempfile.TemporaryDirectory(prefix="nats-copy-") as tmp:
         local = os.path.join(tmp, "data")
+        readable = None
         for source in (data_dir, data_dir.rstrip("/") + ".backing"):
             shutil.rmtree(local, ignore_errors=True)
             try:
                 remote.get(source, local)
             except Exception:
                 continue
+            readable = readable or source
             if os.path.isdir(os.path.join(local, "jetstream")):
                 break
         else:
-            return None
+            if readable is None:
+                return None
+            local = None  # the folder is there, the store is not: an empty copy of every key
         try:
-            dump = dump_store(local, binary, log=dest / "dump-server.log")
+            dump = dump_store(local, binary, log=dest / "dump-server.log") if local else {"partitions": []}
         except Exception as e:
             (dest / "dump-error.txt").write_text(f"{type(e).__name__}: {e}\n")
             return None
-    return {"broker": node, **dump}
+    have = {p["partition"] for p in dump["partitions"]}
+    empty = [{"topic": "log", "partition": k, "hw": 0, "leo": 0, "log_start": 0, "records": []}
+             for k in range(keys) if k not in have]
+    return {"broker": node, "partitions": sorted(dump["partitions"] + empty, key=lambda p: p["partition"])}
