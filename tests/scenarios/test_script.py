@@ -32,6 +32,8 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "tiered-multiple-hard-failures": {"epoch": (True, [])},
     "tiered-skip-aux": {"epoch": (False, ["divergence"])},
     "tiered-skip-aux-fixed": {"epoch": (True, [])},
+    # the hw data loss as `python -m replica.sim.explore --era hw --emit-scenario` wrote it
+    "explored-hw-data-loss": {"hw": (False, ["lost-write"]), "epoch": (True, [])},
     # NATS JetStream (README, "NATS JetStream"): storage variant -> declared verdict
     "nats-kill-all-replicas": {"file": (True, []), "memory": (False, ["lost-write", "inconsistent-offsets"])},
     "nats-leader-isolated": {"file": (True, []), "memory": (True, [])},
