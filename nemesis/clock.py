@@ -19,16 +19,15 @@ Scenario steps: `clock: {node: A, bump_s: 60}`,
 """
 from __future__ import annotations
 
-import os
 import posixpath
 import shlex
 import threading
 import weakref
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from harness.sut import CLOCK, PROCESS
-from nemesis.fault import LEADER, ONE, FaultArgError, FaultKind, Target, parse_nodes, pick
+from harness.sut import CLOCK
+from nemesis.fault import LEADER, ONE, FaultKind, Target, parse_model, parse_nodes, pick
 
 LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
         "/usr/lib/faketime/libfaketime.so.1")
@@ -121,13 +120,7 @@ class ClockArgs(BaseModel):
 
 
 def parse_start(arg) -> ClockArgs:
-    try:
-        return ClockArgs.model_validate(arg)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-        raise FaultArgError(f"{loc}: {msg}" if loc else msg) from None
+    return parse_model(ClockArgs, arg)
 
 
 def parse_stop(arg):

@@ -14,14 +14,13 @@ truncate (`bytes: N`, or a random length when left out); `seed` optional.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from harness.sut import DATA_FILES, PROCESS, require
-from nemesis.fault import MINORITY, ONE, FaultArgError, FaultKind, Target, pick
+from nemesis.fault import MINORITY, ONE, FaultKind, Target, kill_and_wait, parse_model, pick
 
 SOURCE = (Path(__file__).with_name("corrupt_files.py")).read_text()
 
@@ -57,13 +56,7 @@ class CorruptArgs(BaseModel):
 
 
 def parse_start(arg) -> CorruptArgs:
-    try:
-        return CorruptArgs.model_validate(arg)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-        raise FaultArgError(f"{loc}: {msg}" if loc else msg) from None
+    return parse_model(CorruptArgs, arg)
 
 
 class Corrupt:
@@ -88,11 +81,7 @@ class Corrupt:
 
     def start(self, target: Target):
         d = dict(target.detail or {"files": "data", "mode": "bitflip"})
-        for n in target.nodes:
-            self.process.kill(n)
-        deadline = time.monotonic() + 5
-        while any(self.process.running(n) for n in target.nodes) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        kill_and_wait(self.process, target.nodes)
         done = {}
         for i, n in enumerate(target.nodes):
             arg = {"globs": self.db.data_files(n), "match": None if d.get("files", "data") == "data" else d["files"],

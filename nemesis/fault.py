@@ -157,3 +157,40 @@ def choose_nodes(kind: FaultKind, rng: random.Random, view: View) -> Target:
     if spec == "role":
         return Target([rng.choice(extra)], spec="role")
     return Target(pick(spec, view.plan.nodes, rng, view.leader), spec=spec)
+
+
+def parse_model(model, arg: Any):
+    """A scenario step's argument read by a pydantic model; a bad one is FaultArgError, one line."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(arg)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        raise FaultArgError(f"{loc}: {msg}" if loc else msg) from None
+
+
+def kill_and_wait(process, nodes: list[str], timeout: float = 5.0) -> None:
+    """SIGKILL the nodes' processes and wait until none runs (faults that act on a stopped process)."""
+    import time
+
+    for n in nodes:
+        process.kill(n)
+    deadline = time.monotonic() + timeout
+    while any(process.running(n) for n in nodes) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def restart_staggered(process, victims: list[str], rng: random.Random, stagger: float, record, op: str) -> None:
+    """The random schedule's stop of kill-like faults: the victims still down come back one
+    by one in random order, a random gap (up to `stagger`) apart, one `op` each."""
+    import time
+
+    for i, n in enumerate(rng.sample(victims, len(victims))):
+        if i and stagger:
+            time.sleep(rng.uniform(0.2, 1.0) * stagger)
+        if not process.running(n):
+            process.start(n)
+            record(op, [n])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from harness.sut import PROCESS, require
-from nemesis.fault import FaultKind, Target, choose_nodes
+from nemesis.fault import FaultKind, Target, choose_nodes, restart_staggered
 
 
 class Kill:
@@ -31,13 +31,7 @@ class Kill:
 
     def stop(self, target, rng, record):
         if target is None:  # the schedule's stop: staggered, only those still down
-            order = rng.sample(self.victims, len(self.victims))
-            for i, n in enumerate(order):
-                if i and self.stagger:
-                    time.sleep(rng.uniform(0.2, 1.0) * self.stagger)
-                if not self.process.running(n):
-                    self.process.start(n)
-                    record(KILL.stop, [n])
+            restart_staggered(self.process, self.victims, rng, self.stagger, record, KILL.stop)
             self.victims = []
             return
         for n in target.nodes:  # scripted: restart now, killing a running one first

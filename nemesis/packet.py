@@ -26,9 +26,9 @@ from __future__ import annotations
 import posixpath
 import shlex
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from nemesis.fault import ALL, MAJORITY, MINORITY, ONE, FaultArgError, FaultKind, Target, pick
+from nemesis.fault import ALL, MAJORITY, MINORITY, ONE, FaultArgError, FaultKind, Target, parse_model, pick
 
 CHAIN = "REPLOG-PACKET"
 DEVS_FILE = ".packet-devs"
@@ -85,13 +85,7 @@ class PacketArgs(BaseModel):
 
 
 def parse_start(arg) -> PacketArgs:
-    try:
-        return PacketArgs.model_validate(arg or {})
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-        raise FaultArgError(f"{loc}: {msg}" if loc else msg) from None
+    return parse_model(PacketArgs, arg or {})
 
 
 def parse_stop(arg):

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from nemesis import grudges
-from nemesis.fault import FaultArgError, FaultKind, Target
+from nemesis.fault import FaultArgError, FaultKind, Target, parse_model
 from nemesis.network import Network
 
 
@@ -83,13 +83,7 @@ class PartitionArgs(BaseModel):
 
 
 def parse_start(arg: Any) -> PartitionArgs:
-    try:
-        return PartitionArgs.model_validate(arg)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
-        raise FaultArgError(f"{loc}: {msg}" if loc else msg) from None
+    return parse_model(PartitionArgs, arg)
 
 
 def parse_stop(arg: Any) -> None:

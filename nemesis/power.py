@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 import weakref
 from dataclasses import dataclass
 
 from harness.sut import DATA_FILES, PROCESS, require
-from nemesis.fault import FaultArgError, FaultKind, NodesRequest, Target, choose_nodes, parse_nodes
+from nemesis.fault import (FaultArgError, FaultKind, NodesRequest, Target, choose_nodes, kill_and_wait,
+                           parse_nodes, restart_staggered)
 from nemesis.lazyfs.mounts import FIX, LazyFsError, LazyFsMounts, unmount_script
 
 _MOUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # db -> LazyFsMounts
@@ -106,11 +106,7 @@ class Power:
 
     def start(self, target: Target):
         keep_names = bool((target.detail or {}).get("keep_names"))
-        for n in target.nodes:
-            self.process.kill(n)
-        deadline = time.monotonic() + 5
-        while any(self.process.running(n) for n in target.nodes) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        kill_and_wait(self.process, target.nodes)   # all down before any drop: no survivor re-replicates
         lost = {}
         for n in target.nodes:
             out = self.mounts.drop(n, keep_names)
@@ -122,13 +118,7 @@ class Power:
 
     def stop(self, target, rng, record):
         if target is None:
-            order = rng.sample(self.victims, len(self.victims))
-            for i, n in enumerate(order):
-                if i and self.stagger:
-                    time.sleep(rng.uniform(0.2, 1.0) * self.stagger)
-                if not self.process.running(n):
-                    self.process.start(n)
-                    record(POWER.stop, [n])
+            restart_staggered(self.process, self.victims, rng, self.stagger, record, POWER.stop)
             self.victims = []
             return
         started = [n for n in target.nodes if not self.process.running(n)]
