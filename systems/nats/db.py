@@ -182,6 +182,8 @@ class NatsDb:
                 remote.get(path, str(dest / os.path.basename(path)))
             except Exception:  # never started, or the host is gone
                 pass
+        if node in self.binary:  # the host's own, or the one uploaded to it
+            (dest / "nats-server.path").write_text(self.binary[node] + "\n")
         if node in self.binary and not self.running(node) and self.options.storage == "file":
             local = shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
             dump = collect_dump(remote, self.data_dir(node), dest, node, local, self.keys) if local else None
