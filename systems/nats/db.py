@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import tempfile
-import time
 from pathlib import Path
 
 from harness.cluster.base import ClusterError
 from harness.sut import HostPlan, RunShape
+from systems.daemons import NodeDaemons
 from systems.nats.client import NatsLogClient
 from systems.nats.dump import collect_dump
 from systems.nats.config import CLIENT_PORT, NodeAddress, render
@@ -37,7 +36,7 @@ class NatsMissing(ClusterError):
     """No nats-server on a host, and none here to upload."""
 
 
-class NatsDb:
+class NatsDb(NodeDaemons):
     def __init__(self, cluster, plan: HostPlan, shape: RunShape, options, system):
         self.system = system
         self.cluster = cluster
@@ -140,37 +139,11 @@ class NatsDb:
         argv = [self.binary[node], "-c", self.conf_path(node)]
         remote.start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
 
-    def running(self, node: str) -> bool:
-        return self.cluster.remotes[node].daemon_running(node)
-
-    def kill(self, node: str) -> None:
-        self.cluster.remotes[node].signal(node, signal.SIGKILL)
-
-    def pause(self, node: str) -> None:
-        self.cluster.remotes[node].signal(node, signal.SIGSTOP)
-
-    def resume(self, node: str) -> None:
-        self.cluster.remotes[node].signal(node, signal.SIGCONT)
-
     def startup_problem(self) -> str | None:
-        for node in self.nodes:
-            if node in self.binary and not self.running(node) and self.options.storage == "file":
-                out = self.cluster.remotes[node].run(["tail", "-n", "5", self.log_path(node)], check=False).stdout
-                return f"nats-server on {node} exited at startup: {_last_line(out)}"
-        return None
+        return self.exited_at_startup([n for n in self.nodes if n in self.binary], "nats-server")
 
     def teardown(self, grace: float = 10.0) -> None:
-        """SIGCONT (a paused one), SIGTERM, then SIGKILL after `grace` s."""
-        for n in self.nodes:
-            r = self.cluster.remotes[n]
-            r.signal(n, signal.SIGCONT)
-            r.signal(n, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(self.running(n) for n in self.nodes):
-            time.sleep(0.1)
-        for n in self.nodes:
-            if self.running(n):
-                self.kill(n)
+        self.stop_daemons(self.nodes, grace)
 
     def collect(self, node: str, dest: Path) -> None:
         """The server's log and configuration, and (the server being stopped)
@@ -196,7 +169,3 @@ def _separate_filesystem(remote) -> bool:
     netns hosts share this machine's file system."""
     return getattr(remote, "netns", None) is None and type(remote).__name__ != "LocalRemote"
 
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(empty log)"

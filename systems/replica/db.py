@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import tempfile
-import time
 from pathlib import Path
 
 from harness.sut import HostPlan, RunShape
+from systems.daemons import NodeDaemons
 from systems.replica.client import ReplicaLogClient
 from systems.replica.inspector import ReplicaInspector
 
@@ -21,7 +20,7 @@ STORE_PORT = 9094
 REPO_DIR = Path(__file__).resolve().parents[2]  # the folder that contains replica/
 
 
-class ReplicaDb:
+class ReplicaDb(NodeDaemons):
     def __init__(self, cluster, plan: HostPlan, shape: RunShape, options, system):
         self.system = system
         self.cluster = cluster
@@ -104,38 +103,11 @@ class ReplicaDb:
         env = {"PYTHONPATH": self.cluster.layout.code_dir, "PYTHONUNBUFFERED": "1", **self.env.get(node, {})}
         remote.start_daemon(node, self._argv(node), self.log_path(node), env=env)
 
-    def running(self, node: str) -> bool:
-        return self.cluster.remotes[node].daemon_running(node)
-
-    def kill(self, node: str) -> None:
-        self.cluster.remotes[node].signal(node, signal.SIGKILL)
-
-    def pause(self, node: str) -> None:
-        self.cluster.remotes[node].signal(node, signal.SIGSTOP)
-
-    def resume(self, node: str) -> None:
-        self.cluster.remotes[node].signal(node, signal.SIGCONT)
-
     def startup_problem(self) -> str | None:
-        for node in self.hosts:
-            if not self.running(node):
-                out = self.cluster.remotes[node].run(["tail", "-n", "5", self.log_path(node)], check=False).stdout
-                return f"the replica on {node} exited at startup: {_last_line(out)}"
-        return None
+        return self.exited_at_startup(self.hosts, "the replica")
 
     def teardown(self, grace: float = 5.0) -> None:
-        """SIGTERM (after SIGCONT, in case one is paused), then SIGKILL."""
-        nodes = self.nodes + [self.controller] + ([self.store] if self.store else [])
-        for n in nodes:
-            r = self.cluster.remotes[n]
-            r.signal(n, signal.SIGCONT)
-            r.signal(n, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(self.running(n) for n in nodes):
-            time.sleep(0.1)
-        for n in nodes:
-            if self.running(n):
-                self.kill(n)
+        self.stop_daemons(self.nodes + [self.controller] + ([self.store] if self.store else []), grace)
 
     def collect(self, node: str, dest: Path) -> None:
         """The node's log and its Kafka-format checkpoint files."""
@@ -176,8 +148,3 @@ def put_cluster_secret(remote, path: str, secret: str) -> None:
     finally:
         os.unlink(local)
 
-
-def _last_line(text: str) -> str:
-    """Last non-empty line of a log tail, for one-line errors."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(empty log)"

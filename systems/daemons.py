@@ -1,0 +1,55 @@
+"""What every system whose processes are daemons started through Remote
+(one per host, named after the host) shares: the signals behind
+harness.sut.Process and Pausable, the graceful stop of a teardown, and the
+one line that says why a daemon died at startup. A DB class mixes this in
+and provides `cluster` and `log_path(node)`."""
+from __future__ import annotations
+
+import signal
+import time
+
+
+class NodeDaemons:
+    cluster = None
+
+    def log_path(self, node: str) -> str:
+        raise NotImplementedError
+
+    def running(self, node: str) -> bool:
+        return self.cluster.remotes[node].daemon_running(node)
+
+    def kill(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGKILL)
+
+    def pause(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGSTOP)
+
+    def resume(self, node: str) -> None:
+        self.cluster.remotes[node].signal(node, signal.SIGCONT)
+
+    def stop_daemons(self, nodes: list[str], grace: float) -> None:
+        """SIGCONT (a paused one) and SIGTERM to all, then SIGKILL after `grace` s."""
+        for n in nodes:
+            r = self.cluster.remotes[n]
+            r.signal(n, signal.SIGCONT)
+            r.signal(n, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(self.running(n) for n in nodes):
+            time.sleep(0.1)
+        for n in nodes:
+            if self.running(n):
+                self.kill(n)
+
+    def exited_at_startup(self, nodes: list[str], what: str) -> str | None:
+        """'<what> on <node> exited at startup: <last log line>' for the first dead one."""
+        for node in nodes:
+            if not self.running(node):
+                out = self.cluster.remotes[node].run(["tail", "-n", "5", self.log_path(node)], check=False).stdout
+                return f"{what} on {node} exited at startup: {last_line(out)}"
+        return None
+
+
+def last_line(text: str) -> str:
+    """Last non-empty line of a log tail, for one-line errors."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(empty log)"
