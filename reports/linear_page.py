@@ -222,6 +222,8 @@ def _lay_out(p: View, shown: list[dict], ops: list[dict], order: dict[int, int],
                  + ("; CANNOT BE LINEARIZED here" if c is failing else ""))
         p.bars.append(Bar(round(start, 1), row_of[c["process"]] * ROW + 4, round(max(end - start, 3), 1),
                           css, label + _describe(c), title, c["end"] is None))
+    order_of = {"other": 0, "prefix": 1, "concurrent": 2, "failing": 3}  # SVG paints later bars on top
+    p.bars.sort(key=lambda b: order_of[b.css])
     return p
 
 
