@@ -170,7 +170,8 @@ class ScenarioProgram:
 
     async def metadata(self) -> dict[int, dict] | None:
         try:
-            meta = await asyncio.wait_for(self.client().metadata(), 1.5)
+            async with asyncio.timeout(1.5):
+                meta = await self.client().metadata()
         except Exception:
             return None
         return {int(k): m.as_json() for k, m in meta.items()}
@@ -210,7 +211,8 @@ class ScenarioProgram:
         try:
             while True:
                 try:
-                    meta = await asyncio.wait_for(client.metadata(), 1.5)
+                    async with asyncio.timeout(1.5):  # not wait_for: its cancel can hang on 3.11 (inner task)
+                        meta = await client.metadata()
                     self.latest_epochs = {int(k): m.epoch for k, m in meta.items()}
                 except Exception:
                     pass

@@ -66,7 +66,8 @@ class ReplicaLogClient:
 
     async def close(self) -> None:
         try:
-            await asyncio.wait_for(self.raw.close(), 2.0)
+            async with asyncio.timeout(2.0):  # also called while its task is being cancelled
+                await self.raw.close()
         except Exception:
             pass
 

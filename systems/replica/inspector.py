@@ -70,7 +70,8 @@ class ReplicaInspector:
 
     async def state(self, node: str, timeout: float = 0.5) -> dict[int, ReplicaState] | None:
         try:
-            st = await asyncio.wait_for(self._raw().state(self.db.broker_id(node)), timeout)
+            async with asyncio.timeout(timeout):  # the sampler cancels this: no inner task to wait for
+                st = await self._raw().state(self.db.broker_id(node))
         except Exception:
             return None
         return {int(p["partition"]): replica_state(p) for p in st.get("partitions", []) if p.get("topic") == TOPIC}
@@ -80,12 +81,14 @@ class ReplicaInspector:
 
         client = rc.Client(bootstrap=self.db.endpoints(), request_timeout=timeout)
         try:
-            return await asyncio.wait_for(client.dump(self.db.broker_id(node)), timeout)
+            async with asyncio.timeout(timeout):
+                return await client.dump(self.db.broker_id(node))
         except Exception:
             return None
         finally:
             try:
-                await asyncio.wait_for(client.close(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await client.close()
             except Exception:
                 pass
 
@@ -133,7 +136,8 @@ class ReplicaInspector:
         client, self._client = self._client, None
         if client is not None:
             try:
-                await asyncio.wait_for(client.close(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await client.close()
             except Exception:
                 pass
 
