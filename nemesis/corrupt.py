@@ -65,7 +65,7 @@ class Corrupt:
         self.process = require(env.db, PROCESS, "fault corrupt")
         env.db.system.require(DATA_FILES, "fault corrupt")
         self.remotes = env.remotes
-        self.python = env.db.cluster.layout.python
+        self.python = (env.cluster or env.db.cluster).layout.python
         self.log = env.log
         self.victims: list[str] = []
 

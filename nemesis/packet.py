@@ -112,7 +112,7 @@ class Packet:
     def __init__(self, env):
         self.remotes = {h: env.remotes[h] for h in env.plan.hosts}
         self.plan = env.plan
-        self.work_dir = env.db.cluster.layout.work_dir
+        self.work_dir = (env.cluster or env.db.cluster).layout.work_dir
         self.log = env.log
         self.devs: dict[str, str] = {}
         self.netem: dict[str, bool] = {}

@@ -53,7 +53,7 @@ def preflight(backend: str, system) -> None:
 
 def prepare(env) -> None:
     """Before the system starts: lazyfs under every data node's data directory."""
-    cluster = env.db.cluster
+    cluster = env.cluster or env.db.cluster
     mounts = LazyFsMounts(cluster, getattr(cluster, "record", None), env.log)
     _MOUNTS[env.db] = mounts
     for node in env.plan.nodes:
