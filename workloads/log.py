@@ -11,7 +11,7 @@ rule). Sends carry unique integers.
 Scripted writes (scenario `write` steps) go through `write()`, the same
 send and the same history records. The final phase (after the nemesis healed
 everything) waits until every key has a leader and a full set of in-sync
-replicas, then polls every key to its end.
+replicas and its end offset has settled, then polls every key to its end.
 """
 from __future__ import annotations
 
@@ -261,7 +261,13 @@ class LogWorkload:
 
     # -- final phase -------------------------------------------------------
     async def final_reads(self, recovery_timeout: float) -> dict:
-        """Wait for recovery, then read every key from 0 to its end."""
+        """Wait for recovery, then read every key from 0 to its settled end.
+
+        A full ISR is not enough: a leader that just restarted exposes the HW
+        it checkpointed until its followers fetch again (Kafka's behaviour), so
+        reading to `end_offset` at once stops below records every replica
+        holds. Each key's end is settled first (`_settle`); `keys` says how far
+        each key was read and why its end was taken as final."""
         await self._drain_bursts()
         client = self.client()
         try:
@@ -269,15 +275,70 @@ class LogWorkload:
             if not healthy:
                 self.log("final: not every key has a leader and full in-sync replicas; reading anyway")
                 await self.wait_healthy(client, recovery_timeout / 2, full_isr=False)
+            deadline = time.monotonic() + recovery_timeout
+            settled = await self._settle(client, deadline)
             process = self.new_process()
-            complete = True
+            keys = {}
             for key in range(self.cfg.keys):
-                complete &= await self._read_key(client, process, key, deadline=time.monotonic() + recovery_timeout)
-            return {"healthy": healthy, "complete": complete}
+                ok, why = settled[key]
+                done, pos = await self._read_key(client, process, key, deadline=time.monotonic() + recovery_timeout)
+                keys[str(key)] = {"complete": ok and done, "read_to": pos,
+                                  "why": why if done else f"{why}; reads did not reach the end"}
+            return {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys}
         finally:
             await client.close()
 
-    async def _read_key(self, client, process: int, key: int, deadline: float) -> bool:
+    async def _settle(self, client, deadline: float, stable_for: float = 2.0) -> dict[int, tuple[bool, str]]:
+        """Per key (complete?, why): with an Inspector, until the leader's HW
+        equals its log end (every record it holds is exposed) and the client's
+        end offset reached it; without one, until the end offset stayed the same
+        for `stable_for` seconds (longer than a follower's fetch backoff)."""
+        from harness.sut import INSPECT
+
+        system = getattr(self.db, "system", None)
+        inspector = self.db.inspector if system is not None and system.has(INSPECT) else None
+        keys = range(self.cfg.keys)
+        last: dict[int, tuple] = {k: (None, time.monotonic()) for k in keys}
+        why: dict[int, str] = {k: "end offset never read" for k in keys}
+        done: dict[int, tuple[bool, str]] = {}
+        while True:
+            states = None
+            if inspector is not None:
+                states = await asyncio.gather(*(inspector.state(n) for n in self.db.nodes))
+            for key in keys:
+                if key in done:
+                    continue
+                try:
+                    end = await asyncio.wait_for(client.end_offset(key), self.cfg.request_timeout)
+                except Exception as e:
+                    why[key] = f"end offset: {_err(e)}"
+                    continue
+                leaders = [(n, s[key]) for n, s in zip(self.db.nodes, states or []) if s and key in s
+                           and s[key].role == "leader" and s[key].hw is not None and s[key].leo is not None]
+                if inspector is not None and leaders:
+                    node, st = max(leaders, key=lambda x: x[1].epoch or 0)
+                    if st.hw >= st.leo and end >= st.leo:
+                        done[key] = (True, f"leader {node}: end {end} == hw == leo {st.leo}")
+                    else:
+                        why[key] = f"leader {node}: hw {st.hw} < leo {st.leo} (end {end})"
+                    continue
+                value, since = last[key]
+                if end != value:
+                    last[key] = (end, time.monotonic())
+                elif time.monotonic() - since >= stable_for:
+                    done[key] = (True, f"end {end} stable for {stable_for:g}s")
+                why[key] = f"end {end} not yet stable"
+            if len(done) == self.cfg.keys or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.25)
+        for key in keys:
+            if key not in done:
+                done[key] = (False, f"not settled: {why[key]}")
+                self.log(f"final: key {key} {done[key][1]}; reading anyway")
+        return done
+
+    async def _read_key(self, client, process: int, key: int, deadline: float) -> tuple[bool, int]:
+        """(reached the end?, next offset to read)."""
         pos = 0
         while time.monotonic() < deadline:
             op = self.history.invoke(process, "poll", None)
@@ -292,8 +353,8 @@ class LogWorkload:
             if recs:
                 pos = recs[-1][0] + 1
             if not recs and pos >= end:
-                return True
-        return False
+                return True, pos
+        return False, pos
 
 
 def make(spec, db, history, log=lambda m: None) -> LogWorkload:
