@@ -103,9 +103,9 @@ class Cluster(Protocol):
         """Create the hosts and the network between them."""
         ...
 
-    def install_code(self, repo_dir: str) -> None:
-        """Make the packages under repo_dir importable on every host under
-        layout.code_dir (the folders the system declares in System.code)."""
+    def install_code(self, repo_dir: str, folders: tuple[str, ...] = ("replica",)) -> None:
+        """Make the folders (packages) under repo_dir that the system declares
+        (System.code) importable on every host under layout.code_dir."""
         ...
 
     def enter_client_network(self) -> None:

@@ -35,11 +35,12 @@ class SshHosts:
     remotes: dict[str, SshRemote]
     layout: HostLayout
 
-    def install_code(self, repo_dir: str) -> None:
-        """SFTP <repo_dir>/replica to layout.code_dir/replica on every host."""
-        src = os.path.join(repo_dir, "replica")
-        dst = posixpath.join(self.layout.code_dir, "replica")
-        self._each(lambda r: r.put(src, dst))
+    def install_code(self, repo_dir: str, folders: tuple[str, ...] = ("replica",)) -> None:
+        """SFTP each <repo_dir>/<folder> (the system's System.code) to layout.code_dir/<folder> on every host."""
+        for folder in folders:
+            src = os.path.join(repo_dir, folder)
+            dst = posixpath.join(self.layout.code_dir, folder)
+            self._each(lambda r, src=src, dst=dst: r.put(src, dst))
 
     def enter_client_network(self) -> None:
         """Nothing to do: the harness machine reaches the hosts directly."""

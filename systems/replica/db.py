@@ -92,7 +92,7 @@ class ReplicaDb(NodeDaemons):
                 "--controller", f"{chost}:{cport}", "--data-dir", self.data_dir(node), *common]
 
     def setup(self) -> None:
-        self.cluster.install_code(str(REPO_DIR))
+        self.cluster.install_code(str(REPO_DIR), self.system.code)
         for n in self.hosts:
             self.start(n)
 
