@@ -7,18 +7,14 @@ parse (counting them, so the report can say so) and ignores fields it does not k
 
 from __future__ import annotations
 
-import json
 import logging
 
-try:  # several times faster on million-line histories; the standard library otherwise
-    from orjson import JSONDecodeError as _DecodeError
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - orjson is a project dependency
-    _DecodeError = ValueError
-    _loads = json.loads
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.store import read_dumps as _read_dumps
+from harness.store import read_json, read_jsonl  # the store's tolerant readers (one set of them)
 
 log = logging.getLogger(__name__)
 
@@ -36,51 +32,9 @@ class Store:
     problems: list[str] = field(default_factory=list)  # what could not be read, for the page
 
 
-def read_json(path: Path, problems: list[str]) -> Any:
-    """One JSON document, or None when the file is missing or unreadable."""
-    if not path.is_file():
-        return None
-    try:
-        return _loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path.name}: cannot parse ({exc})")
-        return None
-
-
-def read_jsonl(path: Path, problems: list[str], want=dict) -> list[Any]:
-    """JSON lines of type ``want``; bad lines are skipped and counted once."""
-    if not path.is_file():
-        return []
-    rows, bad, first_bad = [], 0, None
-    loads = _loads
-    with open(path, "rb") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = loads(line)
-            except (ValueError, _DecodeError):
-                row = None
-            if isinstance(row, want):
-                rows.append(row)
-            else:
-                bad += 1
-                first_bad = first_bad or lineno
-    if bad:
-        problems.append(f"{path.name}: skipped {bad} unreadable line(s), first at line {first_bad}")
-    return rows
-
-
 def read_dumps(nodes_dir: Path, problems: list[str]) -> dict[str, dict[str, Any]]:
     """``nodes/<node>/dump.json`` for every node that has one."""
-    dumps: dict[str, dict[str, Any]] = {}
-    if not nodes_dir.is_dir():
-        return dumps
-    for node_dir in sorted(p for p in nodes_dir.iterdir() if p.is_dir()):
-        dump = read_json(node_dir / "dump.json", problems)
-        if isinstance(dump, dict):
-            dumps[node_dir.name] = dump
-    return dumps
+    return _read_dumps(nodes_dir.parent, problems)[0]
 
 
 def read_edn_history(path: Path, problems: list[str]) -> list[dict[str, Any]]:
