@@ -12,13 +12,15 @@ offset of k, and the value at (k, o) is k * 10^9 + o + 1, unique per test.
 The other ops are polls: a poll of key k by consumer c{k mod C} reads every
 offset of k written since that consumer's previous poll of k. Then a nemesis
 "final" op, and one final poll per key (consumer f{k mod C}) reads every
-offset of k. Three replicas n1..n3 hold every written record, HW = LEO.
+offset of k, then comes back empty at k's end (table `ends`). Three replicas n1..n3 hold every written record, HW = LEO.
 
 Injected anomalies (`inject=n`: n of each kind, each on its own key):
 lost-write (every read of one offset dropped), unseen (one extra
 acknowledged send after the end of a key, held by replicas, never read),
-inconsistent-offsets (a final read returns a foreign value), duplicate (a
-final read returns the previous offset's value: also inconsistent),
+inconsistent-offsets (a final read returns a foreign value: also
+read-then-lost, the replaced value was read before), duplicate (a
+final read returns the previous offset's value: also inconsistent and
+read-then-lost),
 nonmonotonic-poll (a poll re-reads the previous offset: also a skip on the
 next poll), poll-skip (a main-phase read dropped), nonmonotonic-send (two
 sends of one process swap offsets: also realtime-order), realtime-order (two
@@ -134,6 +136,7 @@ def generate(out_dir: str, ops: int, keys: int, inject: int = 0, seed: int = 0,
     extra = _write_unseen_sends(writers["sends"], plan, ends, ops)
     sizes["sends"] += extra
     sizes["reads"] += _write_final_reads(writers["reads"], plan, ends, ops)
+    sizes["ends"] = _write_ends(writers["ends"], ends, 2 * (ops + extra) + 4 + 2 * keys)
     record_ends = ends.copy()
     for k in plan.unseen_keys:
         record_ends[k] += 1
@@ -245,7 +248,8 @@ def _write_main_reads(writer, plan, poll_j, poll_key, poll_end, read_to, read_se
     writer.add_columns({
         "key": key, "offset": offset, "value": as_text(value),
         "process": np.char.add("c", consumer.astype(str)), "index": index,
-        "pos": within.astype(np.int32), "session": consumer, "seq": seq})
+        "pos": within.astype(np.int32), "session": consumer, "invoke_index": index - 1,
+        "final": np.zeros(len(key), bool), "seq": seq})
     return len(key)
 
 
@@ -299,9 +303,19 @@ def _write_final_reads(writer, plan, ends, ops) -> int:
             "process": np.char.add("f", (key % CONSUMERS).astype(str)),
             "index": final_base + 2 + 2 * key, "pos": offset.astype(np.int32),
             "session": CONSUMERS + key % CONSUMERS,
+            "invoke_index": final_base + 1 + 2 * key, "final": np.ones(len(key), bool),
             "seq": stream_positions(key, key, offset, np.zeros(hi, np.int64))})
         written += len(key)
     return written
+
+
+def _write_ends(writer, ends, after: int) -> int:
+    """Each key's final consumer ends with an empty poll at the key's end, invoked at
+    index `after` + 2 key (past every final read)."""
+    keys = np.arange(len(ends), dtype=np.int64)
+    writer.add_columns({"key": keys, "end_offset": ends, "invoke_index": after + 2 * keys,
+                        "complete_index": after + 2 * keys + 1})
+    return len(keys)
 
 
 def _write_dumps(writers, plan, ends) -> tuple[int, int]:
@@ -362,14 +376,16 @@ def python_peak_rss() -> int:
 
 def load_flat(run_dir: str):
     """Parquet -> the in-process kernel's row tuples (what a small run holds in memory)."""
-    from checkers.flatten import READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS, SEND_COLUMNS
+    from checkers.flatten import (END_COLUMNS, READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS,
+                                  SEND_COLUMNS)
 
     def rows(table, columns):
         t = pq.read_table(os.path.join(run_dir, f"{table}.parquet"), columns=list(columns))
         return list(zip(*(t.column(c).to_pylist() for c in columns)))
 
     return (rows("sends", SEND_COLUMNS), rows("reads", READ_COLUMNS),
-            rows("records", RECORD_COLUMNS), rows("replicas", REPLICA_COLUMNS))
+            rows("records", RECORD_COLUMNS), rows("replicas", REPLICA_COLUMNS),
+            rows("ends", END_COLUMNS))
 
 
 def _read_everything(frame) -> int:
@@ -437,10 +453,10 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
             continue
         run_dir = os.path.join(out_dir, f"ops-{entry['ops']}")
         t0 = time.perf_counter()
-        sends, reads, records, replicas = load_flat(run_dir)
+        sends, reads, records, replicas, ends = load_flat(run_dir)
         base_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        log = log_anomalies.check_flat(sends, reads)
+        log = log_anomalies.check_flat(sends, reads, ends)
         diff = replica_diff.check_flat(records, replicas, sends)
         local_s = time.perf_counter() - t0
         entry["local"] = {"seconds": round(local_s, 1), "baseline_s": round(base_s, 1),
@@ -452,5 +468,5 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                               {**dict.fromkeys(replica_diff.ANOMALIES, 0),
                                **entry["spark"]["diff_counts"]})}
         progress(f"local {entry['ops']:,} ops: {entry['local']}")
-        del sends, reads, records, replicas
+        del sends, reads, records, replicas, ends
     return report

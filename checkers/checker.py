@@ -19,6 +19,7 @@ class StoreData:
     records: list
     replicas: list
     dumps_complete: bool  # every data node left a readable dump
+    ends: list = ()       # keys read to their end in the final phase (checkers.flatten ends)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,15 @@ sends: one row per send invocation
 reads: one row per [offset, value] pair of an ok poll
     key, offset, value (canonical JSON text), process, index (the poll's
     completion index), pos (position of the pair within the poll's list for
-    that key), session (an integer naming one consumer sequence, see below)
+    that key), session (an integer naming one consumer sequence, see below),
+    invoke_index (the poll's invocation), final (read in the final phase)
+ends: one row per key whose final reads completed
+    key, end_offset (the log's length: where the final consumer stood when its
+    last poll of the key came back empty), invoke_index, complete_index (of
+    that empty poll). The workload's final phase reads each key until a poll
+    returns nothing at the end (workloads/log.py); a key without this row was
+    not read to its end (the run was interrupted, or its final reads timed
+    out), so nothing that needs the end of the log can be decided for it.
 
 records: one row per record of a replica dump (docs/interfaces.md, Dump)
     node, key (partition), offset, epoch, value (canonical JSON text)
@@ -35,7 +43,9 @@ from collections import Counter
 from typing import Iterable, Iterator
 
 SEND_COLUMNS = ("key", "value", "offset", "type", "process", "invoke_index", "complete_index")
-READ_COLUMNS = ("key", "offset", "value", "process", "index", "pos", "session")
+READ_COLUMNS = ("key", "offset", "value", "process", "index", "pos", "session", "invoke_index",
+                "final")
+END_COLUMNS = ("key", "end_offset", "invoke_index", "complete_index")
 RECORD_COLUMNS = ("node", "key", "offset", "epoch", "value")
 REPLICA_COLUMNS = ("node", "key", "hw", "leo", "log_start")
 RESET_FS = frozenset({"assign", "subscribe", "seek", "crash", "reset"})
@@ -68,6 +78,9 @@ class Flattener:
         self.final_phase = 0
         self.sessions: dict[tuple, int] = {}
         self.stats: Counter = Counter()
+        self.poll_invokes: dict[str, int] = {}  # process -> open poll invocation index
+        self.final_position: dict[tuple, int] = {}  # (session, key) -> next offset, final phase
+        self.last_final: dict[int, tuple | None] = {}  # key -> end row if its last final poll was empty
 
     def session_of(self, process: str) -> int:
         marker = (process, self.resets[process], self.final_phase)
@@ -90,9 +103,32 @@ class Flattener:
             return [], []
         if f == "send":
             return self._send(op, process, kind, index), []
-        if f == "poll" and kind == "ok":
-            return [], self._poll(op, process, index)
+        if f == "poll":
+            if kind == "invoke":
+                self.poll_invokes[process] = index
+                return [], []
+            invoke_index = self.poll_invokes.pop(process, index)
+            if kind == "ok":
+                if self.final_phase:
+                    self._final_poll(op, process, index, invoke_index)
+                return [], self._poll(op, process, index, invoke_index)
         return [], []
+
+    def _final_poll(self, op, process, index, invoke_index) -> None:
+        """Follow the final consumer's position per key; an empty poll marks the end."""
+        session = self.session_of(process)
+        for key, pairs in (op.get("value") or {}).items():
+            stream = (session, int(key))
+            if pairs:
+                self.final_position[stream] = int(pairs[-1][0]) + 1
+                self.last_final[int(key)] = None
+            else:
+                end = self.final_position.get(stream, 0)
+                self.last_final[int(key)] = (int(key), end, invoke_index, index)
+
+    def ends(self) -> list[tuple]:
+        """End rows (END_COLUMNS) of the keys whose last final poll came back empty."""
+        return sorted(row for row in self.last_final.values() if row is not None)
 
     def _send(self, op, process, kind, index) -> list[tuple]:
         if kind == "invoke":
@@ -110,12 +146,14 @@ class Flattener:
         return [(int(key), encode_value(sent), offset if kind == "ok" else None,
                  kind, process, invoke_index, index)]
 
-    def _poll(self, op, process, index) -> list[tuple]:
+    def _poll(self, op, process, index, invoke_index) -> list[tuple]:
         session = self.session_of(process)
+        final = bool(self.final_phase)
         rows = []
         for key in sorted((op.get("value") or {}), key=int):
             for pos, (offset, value) in enumerate(op["value"][key]):
-                rows.append((int(key), int(offset), encode_value(value), process, index, pos, session))
+                rows.append((int(key), int(offset), encode_value(value), process, index, pos, session,
+                             invoke_index, final))
         return rows
 
     @staticmethod
@@ -141,14 +179,22 @@ def _parse_send_value(value):
     return key, body, None
 
 
-def flatten(ops: Iterable[dict]) -> tuple[list[tuple], list[tuple], dict]:
-    """Whole-history flattening for the in-process driver: (sends, reads, stats)."""
+class Flat(tuple):
+    """(sends, reads, stats) of a whole history, plus `ends` (END_COLUMNS rows)."""
+
+    ends: list[tuple]
+
+
+def flatten(ops: Iterable[dict]) -> Flat:
+    """Whole-history flattening for the in-process driver: (sends, reads, stats); .ends."""
     sends, reads = [], []
     for send_rows, read_rows in iter_flat(ops, flattener := Flattener()):
         sends.extend(send_rows)
         reads.extend(read_rows)
     sends.extend(flattener.finish())
-    return sends, reads, history_stats(flattener.stats)
+    flat = Flat((sends, reads, history_stats(flattener.stats)))
+    flat.ends = flattener.ends()
+    return flat
 
 
 def iter_flat(ops: Iterable[dict], flattener: Flattener) -> Iterator[tuple[list, list]]:

@@ -34,7 +34,16 @@ given, identical in both engines):
 - unseen: an ok send whose value was never read and whose offset is above
   every offset read on that key (or the key was never read). Jepsen reports
   the final unseen count; final-phase polls read every key to its end, so any
-  unseen send is an error. Per send; order key, offset, value.
+  unseen send is an error -- when they did: on a key whose final reads did not
+  complete (no end row, see `checkers.flatten`: the run was interrupted before
+  the final phase, or its reads timed out) such a send is undecided, not
+  unseen: it is counted under `unknown` with the reason, and the verdict is
+  "unknown" unless something else is wrong. Per send; order key, offset, value.
+- read-then-lost: an ok send whose value some poll read, that the final reads
+  do not contain although they reach its offset (some final read of the key
+  returned an offset >= it). Acknowledged, seen by a consumer, then gone: a
+  committed write removed later (era hw's truncation after a restart). Per
+  send; order key, offset, value; ops: the ack and the first poll that read it.
 - nonmonotonic-poll / poll-skip: within one consumer session (one process,
   between consumer resets, see `checkers.flatten`), the consecutive pairs of
   offsets read for a key, in history order and then position within a poll.
@@ -66,18 +75,22 @@ from checkers.flatten import decode_value, flatten
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("log")
+UNDECIDED_UNSEEN = ("acknowledged sends above the last read of keys whose final reads did not "
+                    "complete (the run was interrupted before the final phase, or its reads "
+                    "timed out)")
 MAX_EXAMPLES = 20
 MAX_OPS = 10  # history indices listed per example
 
 
 def check(ops: Iterable[dict]) -> dict:
     """Check a history (list of op dicts as in history.jsonl)."""
-    sends, reads, _stats = flatten(ops)
-    return check_flat(sends, reads)
+    flat = flatten(ops)
+    sends, reads, _stats = flat
+    return check_flat(sends, reads, flat.ends)
 
 
-def check_flat(sends: list[tuple], reads: list[tuple]) -> dict:
-    """Check flat send and read rows (columns as in checkers.flatten)."""
+def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dict:
+    """Check flat send, read and end rows (columns as in checkers.flatten)."""
     findings = {
         "inconsistent-offsets": _inconsistent_offsets(sends, reads),
         "duplicate": _duplicates(sends, reads),
@@ -85,20 +98,32 @@ def check_flat(sends: list[tuple], reads: list[tuple]) -> dict:
         "nonmonotonic-send": _nonmonotonic_sends(sends),
         "realtime-order": _realtime_order(sends),
     }
-    findings.update(_lost_and_unseen(sends, reads))
+    findings.update(_lost_and_unseen(sends, reads, {row[0] for row in ends}))
     findings.update(_poll_order(sends, reads))
+    findings["read-then-lost"] = _read_then_lost(sends, reads)
     return summarize(findings, checked=bool(reads) or any(s[3] == "ok" and s[2] is not None for s in sends))
 
 
 def summarize(findings: dict[str, tuple[int, list]], checked: bool) -> dict:
-    """{type: (count, sorted examples)} -> the checker result dict."""
+    """{type: (count, sorted examples)} -> the checker result dict.
+
+    findings may carry "undecided-unseen" (count, keys): sends that would be
+    unseen on keys whose final reads did not complete.
+    """
     counts = {name: findings[name][0] for name in ANOMALIES}
     examples = {name: findings[name][1][:MAX_EXAMPLES] for name in ANOMALIES if counts[name]}
+    undecided, keys = findings.get("undecided-unseen", (0, []))
     if any(counts.values()):
         valid = False
+    elif undecided:
+        valid = "unknown"
     else:
         valid = True if checked else "unknown"
-    return {"valid": valid, "counts": counts, "examples": examples}
+    result = {"valid": valid, "counts": counts, "examples": examples}
+    if undecided:
+        result["unknown"] = {"unseen": {"count": undecided, "keys": sorted(keys),
+                                        "reason": UNDECIDED_UNSEEN}}
+    return result
 
 
 def _observations(sends, reads):
@@ -106,7 +131,7 @@ def _observations(sends, reads):
     for key, value, offset, kind, _p, _inv, done in sends:
         if kind == "ok" and offset is not None:
             yield key, offset, value, done
-    for key, offset, value, _p, index, _pos, _s in reads:
+    for key, offset, value, _p, index, *_ in reads:
         yield key, offset, value, index
 
 
@@ -143,7 +168,7 @@ def _duplicates(sends, reads):
 def _aborted_reads(sends, reads):
     failed = {(s[0], s[1]): s[6] for s in sends if s[3] == "fail"}
     hits = defaultdict(lambda: (set(), set()))
-    for key, offset, value, _p, index, _pos, _s in reads:
+    for key, offset, value, _p, index, *_ in reads:
         if (key, value) in failed:
             offsets, ops = hits[(key, value)]
             offsets.add(offset)
@@ -155,22 +180,24 @@ def _aborted_reads(sends, reads):
         for (key, value), (offsets, ops) in found[:MAX_EXAMPLES]]
 
 
-def _lost_and_unseen(sends, reads):
+def _lost_and_unseen(sends, reads, ended: set[int]):
     read_values = {(r[0], r[2]) for r in reads}
     max_read: dict[int, tuple[int, int]] = {}  # key -> (max offset, first poll index reading it)
-    for key, offset, _v, _p, index, _pos, _s in reads:
+    for key, offset, _v, _p, index, *_ in reads:
         best = max_read.get(key)
         if best is None or offset > best[0] or (offset == best[0] and index < best[1]):
             max_read[key] = (offset, index)
-    lost, unseen = [], []
+    lost, unseen, undecided = [], [], []
     for key, value, offset, kind, _p, _inv, done in sends:
         if kind != "ok" or offset is None or (key, value) in read_values:
             continue
         bound = max_read.get(key)
         if bound is not None and offset <= bound[0]:
             lost.append((key, offset, value, bound, done))
-        else:
+        elif key in ended:
             unseen.append((key, offset, value, bound, done))
+        else:
+            undecided.append((key, offset, value))
     lost.sort()
     unseen.sort(key=lambda row: row[:3])
     return {
@@ -182,7 +209,31 @@ def _lost_and_unseen(sends, reads):
             {"key": k, "value": decode_value(v), "offset": o,
              "max_read_offset": b[0] if b else None, "ops": [done]}
             for k, o, v, b, done in unseen[:MAX_EXAMPLES]]),
+        "undecided-unseen": (len(undecided),
+                             sorted({k for k, _o, _v in sorted(undecided)[:MAX_EXAMPLES]})),
     }
+
+
+def _read_then_lost(sends, reads):
+    """Acknowledged, read by some poll, missing from final reads that reach its offset."""
+    first_read: dict[tuple, int] = {}  # (key, value) -> first poll index that read it
+    final_values = set()
+    final_top: dict[int, int] = {}  # key -> highest offset read in the final phase
+    for key, offset, value, _p, index, _pos, _s, _inv, final in reads:
+        if index < first_read.get((key, value), index + 1):
+            first_read[(key, value)] = index
+        if final:
+            final_values.add((key, value))
+            final_top[key] = max(offset, final_top.get(key, offset))
+    found = sorted(
+        (key, offset, value, done, first_read[(key, value)], final_top[key])
+        for key, value, offset, kind, _p, _inv, done in sends
+        if kind == "ok" and offset is not None and (key, value) in first_read
+        and (key, value) not in final_values and final_top.get(key, -1) >= offset)
+    return len(found), [
+        {"key": k, "value": decode_value(v), "offset": o, "max_final_offset": top,
+         "ops": [done, read]}
+        for k, o, v, done, read, top in found[:MAX_EXAMPLES]]
 
 
 def _known_ranks(sends, reads) -> dict[int, dict[int, int]]:
@@ -195,7 +246,7 @@ def _known_ranks(sends, reads) -> dict[int, dict[int, int]]:
 def _poll_order(sends, reads):
     ranks = _known_ranks(sends, reads)
     streams = defaultdict(list)
-    for key, offset, _v, process, index, pos, session in reads:
+    for key, offset, _v, process, index, pos, session, *_ in reads:
         streams[(key, session)].append((index, pos, offset, process))
     skips, backwards = [], []
     for (key, session), stream in streams.items():
@@ -261,7 +312,7 @@ def _declare():
     from checkers.checker import Checker
 
     return Checker("log", "Jepsen's Kafka log anomalies over the history",
-                   lambda data: check_flat(data.sends, data.reads))
+                   lambda data: check_flat(data.sends, data.reads, data.ends))
 
 
 CHECKER = _declare()

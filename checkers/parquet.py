@@ -7,7 +7,7 @@ Every table carries a `run` column naming its store dir, so files of many
 runs can simply be read together.
 
 Layout of one run's Parquet dir (by default `<store>/parquet/`):
-`sends.parquet`, `reads.parquet`, `records.parquet`, `replicas.parquet`,
+`sends.parquet`, `reads.parquet`, `records.parquet`, `replicas.parquet`, `ends.parquet`,
 columns as in `checkers.flatten` plus `run` first, and in `reads` one more
 column, `seq`: the read's position in its (session, key) stream (0, 1, 2...
 in history order), which lets the Spark poll-order check clear a whole
@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from checkers.flatten import READ_COLUMNS, Flattener, dump_rows, encode_value, history_stats
 
 CHUNK_ROWS = 500_000
-TABLES = ("sends", "reads", "records", "replicas")
+TABLES = ("sends", "reads", "records", "replicas", "ends")
 
 SCHEMAS = {
     "sends": pa.schema([("run", pa.string()), ("key", pa.int64()), ("value", pa.string()),
@@ -35,11 +35,14 @@ SCHEMAS = {
                         ("invoke_index", pa.int64()), ("complete_index", pa.int64())]),
     "reads": pa.schema([("run", pa.string()), ("key", pa.int64()), ("offset", pa.int64()),
                         ("value", pa.string()), ("process", pa.string()), ("index", pa.int64()),
-                        ("pos", pa.int32()), ("session", pa.int64()), ("seq", pa.int64())]),
+                        ("pos", pa.int32()), ("session", pa.int64()),
+                        ("invoke_index", pa.int64()), ("final", pa.bool_()), ("seq", pa.int64())]),
     "records": pa.schema([("run", pa.string()), ("node", pa.string()), ("key", pa.int64()),
                           ("offset", pa.int64()), ("epoch", pa.int64()), ("value", pa.string())]),
     "replicas": pa.schema([("run", pa.string()), ("node", pa.string()), ("key", pa.int64()),
                            ("hw", pa.int64()), ("leo", pa.int64()), ("log_start", pa.int64())]),
+    "ends": pa.schema([("run", pa.string()), ("key", pa.int64()), ("end_offset", pa.int64()),
+                       ("invoke_index", pa.int64()), ("complete_index", pa.int64())]),
 }
 
 
@@ -115,9 +118,10 @@ class _ColumnFlattener(Flattener):
     def _columns() -> dict:
         return {name: [] for name in READ_COLUMNS + ("seq",)}
 
-    def _poll(self, op, process, index) -> list[tuple]:
+    def _poll(self, op, process, index, invoke_index) -> list[tuple]:
         session = self.session_of(process)
         reads = self.reads
+        final = bool(self.final_phase)
         polled = op.get("value") or {}
         for key in sorted(polled, key=int):
             pairs = polled[key]
@@ -129,6 +133,8 @@ class _ColumnFlattener(Flattener):
             reads["index"].extend([index] * n)
             reads["pos"].extend(range(n))
             reads["session"].extend([session] * n)
+            reads["invoke_index"].extend([invoke_index] * n)
+            reads["final"].extend([final] * n)
             stream = (session, int(key))
             first = self.stream_lengths.get(stream, 0)
             reads["seq"].extend(range(first, first + n))
@@ -161,6 +167,7 @@ def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict
         if pending_reads:
             writers["reads"].add_columns(flattener.take_reads())
         sends_out.add(flattener.finish())
+        writers["ends"].add(flattener.ends())
         for node in sorted(dumps):
             records, replicas = dump_rows(node, dumps[node])
             writers["records"].add(records)

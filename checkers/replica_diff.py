@@ -37,7 +37,11 @@ divergence.
 valid: False on any divergence; with every dump present, also on any
 missing-committed or lost-acknowledged; "unknown" when no dump exists, or
 when some are missing and only the latter two (which a missing replica could
-explain) were found; True otherwise.
+explain) were found; True otherwise. lost-acknowledged also needs the final
+phase: dumps taken before the cluster recovered and every key was read to its
+end (`final_reads`, see `checkers.flatten` ends) may lack what the replicas
+would still have fetched, so then a lost-acknowledged finding is "unknown"
+with that reason.
 """
 
 from __future__ import annotations
@@ -49,30 +53,46 @@ from checkers.flatten import decode_value, flatten, flatten_dumps
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("replica-diff")
+NO_FINAL_READS = ("lost-acknowledged is undecided: the final reads did not complete (the run was "
+                  "interrupted before the final phase, or its reads timed out)")
+
+
+def final_reads_complete(sends: list[tuple], ends: list[tuple]) -> bool:
+    """Every key with an acknowledged send was read to its end in the final phase."""
+    ended = {row[0] for row in ends}
+    return all(key in ended for key, _v, offset, kind, *_ in sends
+               if kind == "ok" and offset is not None)
 MAX_EXAMPLES = 20
 MAX_OPS = 10
 
 
 def check(dumps: dict[str, dict], ops: Iterable[dict], missing_nodes: Iterable[str] = ()) -> dict:
     """dumps: node -> Dump response (nodes/<node>/dump.json); ops: the history."""
-    sends, _reads, _stats = flatten(ops)
+    flat = flatten(ops)
+    sends = flat[0]
     records, replicas = flatten_dumps(dumps)
-    return check_flat(records, replicas, sends, complete=not list(missing_nodes))
+    return check_flat(records, replicas, sends, complete=not list(missing_nodes),
+                      final_reads=final_reads_complete(sends, flat.ends))
 
 
 def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
-               complete: bool = True) -> dict:
+               complete: bool = True, final_reads: bool = True) -> dict:
     findings = {
         "divergence": _divergence(records, replicas, sends),
         "missing-committed": _missing_committed(records, replicas),
         "lost-acknowledged": _lost_acknowledged(records, replicas, sends),
     }
-    return summarize(findings, has_dumps=bool(replicas), complete=complete)
+    return summarize(findings, has_dumps=bool(replicas), complete=complete, final_reads=final_reads)
 
 
-def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: bool) -> dict:
+def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: bool,
+              final_reads: bool = True) -> dict:
     counts = {name: findings[name][0] for name in ANOMALIES}
     examples = {name: findings[name][1][:MAX_EXAMPLES] for name in ANOMALIES if counts[name]}
+    undecided = 0
+    if counts["lost-acknowledged"] and not final_reads:  # not an anomaly: undecided
+        undecided, counts["lost-acknowledged"] = counts["lost-acknowledged"], 0
+        examples.pop("lost-acknowledged")
     if counts["divergence"]:
         valid = False
     elif not has_dumps:
@@ -80,10 +100,12 @@ def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: 
     elif counts["missing-committed"] or counts["lost-acknowledged"]:
         valid = False if complete else "unknown"
     else:
-        valid = True
+        valid = "unknown" if undecided else True
     result = {"valid": valid, "counts": counts, "examples": examples}
     if not complete:
         result["note"] = "some replica dumps are missing"
+    if undecided:
+        result["unknown"] = {"lost-acknowledged": {"count": undecided, "reason": NO_FINAL_READS}}
     return result
 
 
@@ -150,7 +172,8 @@ def _declare():
     from checkers.checker import Checker
 
     return Checker("replica-diff", "the replicas' logs (dumps) against each other and the acknowledged sends",
-                   lambda data: check_flat(data.records, data.replicas, data.sends, complete=data.dumps_complete),
+                   lambda data: check_flat(data.records, data.replicas, data.sends, complete=data.dumps_complete,
+                                           final_reads=final_reads_complete(data.sends, data.ends)),
                    needs=("dump",))
 
 

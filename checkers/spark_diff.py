@@ -78,7 +78,8 @@ def results(tables: Tables, top: dict, complete: dict[str, bool] | None = None) 
             count, payloads = top.get((run, kind), (0, []))
             findings[kind] = (count, [_example(kind, rid, p, holders, writers) for p in payloads])
         out[run] = summarize(findings, has_dumps=run in tables.dumped,
-                             complete=complete.get(run, True))
+                             complete=complete.get(run, True),
+                             final_reads=run not in tables.unfinished)
     return out
 
 

@@ -56,22 +56,31 @@ def _value_sets(tables: Tables) -> DataFrame:
     per kind. Unread acknowledged values split by the key's highest read
     offset (from K): at or below it the value is lost, above it unseen.
     """
-    max_read = F.broadcast(tables.keys.select("k", "max_read_offset"))
+    ended = tables.ends.select("k", F.lit(True).alias("ended"))
+    per_key = F.broadcast(tables.keys.select("k", "max_read_offset", "max_final_offset")
+                          .join(ended, "k", "left"))
     duplicate = F.col("min_offset") != F.col("max_offset")
     aborted = F.col("fail_index").isNotNull() & (F.col("rd") == 1)
-    unread = F.col("ack_offset").isNotNull() & (F.col("rd") == 0)
+    acked = F.col("ack_offset").isNotNull()
+    unread = acked & (F.col("rd") == 0)
     lost = F.col("ack_offset") <= F.col("max_read_offset")
+    above = unread & ~F.coalesce(lost, F.lit(False))
+    ended = F.coalesce(F.col("ended"), F.lit(False))
+    read_then_lost = (acked & (F.col("rd") == 1) & (F.col("fin") == 0)
+                      & (F.col("ack_offset") <= F.col("max_final_offset")))
     kinds = F.filter(F.array(
         F.when(duplicate, F.lit("duplicate")), F.when(aborted, F.lit("aborted-read")),
         F.when(unread & lost, F.lit("lost-write")),
-        F.when(unread & ~F.coalesce(lost, F.lit(False)), F.lit("unseen"))),
+        F.when(above & ended, F.lit("unseen")), F.when(above & ~ended, F.lit("undecided-unseen")),
+        F.when(read_then_lost, F.lit("read-then-lost"))),
         lambda kind: kind.isNotNull())
-    found = (tables.values.where(duplicate | aborted | unread).join(max_read, "k", "left")
+    found = (tables.values.join(per_key, "k", "left")
+             .where(duplicate | aborted | unread | read_then_lost)
              .withColumn("kind", F.explode(kinds)))
-    by_offset = F.col("kind").isin("lost-write", "unseen")
+    by_offset = F.col("kind").isin("lost-write", "unseen", "undecided-unseen", "read-then-lost")
     return flag(tables.with_text(found), F.col("kind"),
                 ["key", "value", "vid", "vtext", "fail_index", "ack_offset", "ack_index",
-                 "max_read_offset"],
+                 "max_read_offset", "max_final_offset", "read_index"],
                 {"a": F.col("key"), "b": F.when(by_offset, F.col("ack_offset")),
                  "t": F.col("value")})
 
@@ -161,6 +170,8 @@ def results(tables: Tables, top: dict) -> dict[str, dict]:
             count, payloads = top.get((run, kind), (0, []))
             findings[kind] = (count, [_EXAMPLE[kind](p, _at(details, rid, kind, p))
                                       for p in payloads])
+        count, payloads = top.get((run, "undecided-unseen"), (0, []))
+        findings["undecided-unseen"] = (count, sorted({p["key"] for p in payloads}))
         out[run] = summarize(findings, checked=run in tables.observed)
     return out
 
@@ -236,6 +247,9 @@ _EXAMPLE = {
     "unseen": lambda p, d: {
         "key": p["key"], "value": decode_value(p["value"]), "offset": p["ack_offset"],
         "max_read_offset": p["max_read_offset"], "ops": [p["ack_index"]]},
+    "read-then-lost": lambda p, d: {
+        "key": p["key"], "value": decode_value(p["value"]), "offset": p["ack_offset"],
+        "max_final_offset": p["max_final_offset"], "ops": [p["ack_index"], p["read_index"]]},
     "poll-skip": _poll_example,
     "nonmonotonic-poll": _poll_example,
     "nonmonotonic-send": lambda p, d: {

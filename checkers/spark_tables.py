@@ -93,7 +93,9 @@ class Tables:
                                        -(-input_rows(run_dirs) // ROWS_PER_PARTITION))
         self.replicas = self._keyed("replicas").select(
             "k", "node", "hw", "log_start").cache()
-        self._cached: list[DataFrame] = [self.replicas]
+        self.ends = self._keyed("ends").select("k", "end_offset", "invoke_index",
+                                               "complete_index").cache()
+        self._cached: list[DataFrame] = [self.replicas, self.ends]
         self.triples = self._cache(_triples(self.sends(), self.reads(), self.records()))
         per_run = self.triples.groupBy(run_of(F.col("k")).alias("rid")).agg(
             F.max("obs").alias("observed"), F.max(F.col("vtext").cast("byte")).alias("text"))
@@ -103,6 +105,11 @@ class Tables:
         self.observed = {runs[row["rid"]] for row in seen if row["observed"]}
         self.dumped = {runs[row["rid"]] for row in
                        self.replicas.select(run_of(F.col("k")).alias("rid")).distinct().collect()}
+        # Runs with a key acknowledged to but not read to its end in the final phase.
+        acked = self.triples.where(F.col("ack_index").isNotNull()).select("k").distinct()
+        self.unfinished = {runs[row["rid"]] for row in
+                           acked.join(self.ends.select("k"), "k", "left_anti")
+                           .select(run_of(F.col("k")).alias("rid")).distinct().collect()}
         self.offsets = self._cache(_offset_facts(self.triples))
         self.values = self._cache(_value_facts(self.triples))
         self.keys = self._cache(_key_facts(self.offsets, self.replicas))
@@ -157,7 +164,7 @@ class Tables:
         return self.sends().where((F.col("type") == 0) & F.col("offset").isNotNull())
 
     def reads(self, streams: DataFrame | None = None) -> DataFrame:
-        """R: k, offset, vid, vtext, process, index, pos, session.
+        """R: k, offset, vid, vtext, process, index, pos, session, final.
 
         streams: keep only these (k, session) streams (broadcast, before the shuffle).
         """
@@ -165,7 +172,7 @@ class Tables:
         if streams is not None:
             raw = raw.join(F.broadcast(streams), ["k", "session"])
         return self._partitioned(raw.select(
-            "k", "offset", "vid", "vtext", "process", "index", "pos", "session"))
+            "k", "offset", "vid", "vtext", "process", "index", "pos", "session", "final"))
 
     def records(self) -> DataFrame:
         """D: k, offset, vid, vtext, epoch, committed (offset below its replica's HW)."""
@@ -220,22 +227,23 @@ def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFram
     none = F.lit(None).cast("bigint")
     ok = (F.col("type") == 0) & F.col("offset").isNotNull()
 
-    def part(frame, obs, rd, read_index, ack_index, fail_index, held, epoch):
+    def part(frame, obs, rd, fin, read_index, ack_index, fail_index, held, epoch):
         return frame.select(*VALUE, obs.cast("byte").alias("obs"), rd.cast("byte").alias("rd"),
+                            fin.cast("byte").alias("fin"),
                             read_index.alias("read_index"), ack_index.alias("ack_index"),
                             fail_index.alias("fail_index"), held.cast("byte").alias("held"),
                             epoch.alias("epoch"))
 
     fail = F.col("type") == 1
-    rows = (part(sends.where(ok | fail), ok, F.lit(0), none,
+    rows = (part(sends.where(ok | fail), ok, F.lit(0), F.lit(0), none,
                  F.when(ok, F.col("complete_index")), F.when(fail, F.col("complete_index")),
                  F.lit(0), none)
-            .unionByName(part(reads, F.lit(1), F.lit(1), F.col("index"), none, none, F.lit(0),
-                              none))
-            .unionByName(part(records, F.lit(0), F.lit(0), none, none, none, F.lit(1),
+            .unionByName(part(reads, F.lit(1), F.lit(1), F.col("final"), F.col("index"), none,
+                              none, F.lit(0), none))
+            .unionByName(part(records, F.lit(0), F.lit(0), F.lit(0), none, none, none, F.lit(1),
                               F.when(F.col("committed"), F.col("epoch")))))
     return rows.groupBy(*VALUE).agg(
-        F.max("obs").alias("obs"), F.max("rd").alias("rd"),
+        F.max("obs").alias("obs"), F.max("rd").alias("rd"), F.max("fin").alias("fin"),
         F.min("read_index").alias("read_index"), F.max("ack_index").alias("ack_index"),
         F.max("fail_index").alias("fail_index"), F.max("held").alias("held"),
         F.min("epoch").alias("c_lo"), F.max("epoch").alias("c_hi"))
@@ -259,7 +267,7 @@ def _offset_facts(triples: DataFrame) -> DataFrame:
     obs = F.col("obs") == 1
     committed = F.col("c_lo").isNotNull()
     return (triples.where(F.col("offset").isNotNull()).groupBy("k", "offset").agg(
-        F.max("obs").alias("obs"), F.max("rd").alias("rd"),
+        F.max("obs").alias("obs"), F.max("rd").alias("rd"), F.max("fin").alias("fin"),
         F.min("read_index").alias("read_index"), F.max("held").alias("held"),
         F.min("c_lo").alias("c_lo"), F.max("c_hi").alias("c_hi"),
         *_distinct_values(obs, "obs"), *_distinct_values(committed, "c")))
@@ -282,6 +290,7 @@ def _key_facts(offsets: DataFrame, replicas: DataFrame) -> DataFrame:
         F.max(F.when(known, F.col("offset"))).alias("known_hi"),
         F.count(F.when(known, F.lit(1))).alias("known"),
         F.max(F.when(F.col("rd") == 1, F.col("offset"))).alias("max_read_offset"),
+        F.max(F.when(F.col("fin") == 1, F.col("offset"))).alias("max_final_offset"),
         F.count(F.when(in_range, F.lit(1))).alias("held_in_range"))
     # Keys dumped but never observed nor held still have a committed range to check.
     return per_key.join(ranges, "k", "full")
@@ -293,7 +302,7 @@ def _value_facts(triples: DataFrame) -> DataFrame:
     return triples.groupBy("k", "vid", "vtext").agg(
         F.min(F.when(obs, F.col("offset"))).alias("min_offset"),
         F.max(F.when(obs, F.col("offset"))).alias("max_offset"),
-        F.max("rd").alias("rd"),
+        F.max("rd").alias("rd"), F.max("fin").alias("fin"),
         F.max(F.when(F.col("ack_index").isNotNull(), F.col("offset"))).alias("ack_offset"),
         F.max("ack_index").alias("ack_index"), F.max("fail_index").alias("fail_index"),
-        F.max("held").alias("held"))
+        F.max("held").alias("held"), F.min("read_index").alias("read_index"))

@@ -40,11 +40,12 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     if engine != "local":
         raise StoreError(f"unknown engine {engine!r}: use --engine local or --engine spark")
     history = iter_jsonl(history_path(store_dir))
-    sends, reads, stats = flatten(history)  # streamed: no list of all ops
+    flat = flatten(history)  # streamed: no list of all ops
+    sends, reads, stats = flat
     truncated = history.truncated
     dumps, missing = read_dumps(store_dir)
     records, replicas = flatten_dumps(dumps)
-    data = StoreData(sends, reads, records, replicas, dumps_complete=not missing)
+    data = StoreData(sends, reads, records, replicas, dumps_complete=not missing, ends=flat.ends)
     checkers = {name: checker.check(data) for name, checker in registry.load_all(registry.CHECKERS).items()}
     return assemble(checkers, stats, engine, truncated, missing, store_dir)
 
@@ -163,7 +164,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
 
 
 PARQUET_MADE = "made.json"
-PARQUET_FORMAT = 2  # bump when the tables' columns or their meaning change
+PARQUET_FORMAT = 3  # bump when the tables' columns or their meaning change
 
 
 def parquet_sources(store_dir: str) -> dict:

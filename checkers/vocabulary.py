@@ -53,6 +53,10 @@ _ALL = [
             "A send acknowledged before another was invoked got a higher offset: the log order contradicts "
             "real time.",
             "{n} send{s} out of real-time order", "realtime order (Elle's :G0-realtime / strict serializability)"),
+    Anomaly("read-then-lost", "log",
+            "An acknowledged send that a consumer read is missing from the final reads that reach its offset: "
+            "the cluster committed the write, showed it, then removed it.",
+            "{n} acknowledged write{s} read, then lost", ":lost-write (after a read; Jepsen counts it as lost)"),
     Anomaly("divergence", "replica-diff",
             "Replicas hold different records at the same offset below their high watermarks: data the cluster "
             "had committed differs between copies of the log.",

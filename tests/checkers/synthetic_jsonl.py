@@ -8,9 +8,10 @@ Op j is an invocation and a completion (two lines). About 55% of ops are
 sends by producers 0..7 to a random key of KEYS (1% fail, 1% indefinite); an
 ok send to key k gets k's next offset. The rest are polls by consumers
 8..15 of one to three keys, each reading what was written to that key since
-the consumer's last poll of it. Then a nemesis "final" op and one final poll
-per key by process 16 that re-reads the key from offset 0 (these count as
-ops too, so the file holds `ops` ops in all).
+the consumer's last poll of it. Then a nemesis "final" op and per key two
+final polls by process 16: one re-reads the key from offset 0, the next
+comes back empty at its end (these count as ops too, so the file holds `ops`
+ops in all).
 
 Usage:
     python -m tests.checkers.synthetic_jsonl OUT.jsonl OPS           # write
@@ -39,7 +40,7 @@ def write_history(path: str, ops: int, keys: int = KEYS, seed: int = 1) -> int:
     seen: dict[tuple[int, int], int] = {}                    # (consumer, key) -> next offset
     index = 0
     value = 0
-    main_ops = max(0, ops - 1 - keys)
+    main_ops = max(0, ops - 1 - 2 * keys)
 
     with open(path, "wb") as out:
         def emit(process, kind, f, val, **extra) -> None:
@@ -72,9 +73,11 @@ def write_history(path: str, ops: int, keys: int = KEYS, seed: int = 1) -> int:
                     seen[(process, key)] = len(logs[key])
                 emit(process, "ok", "poll", read)
         emit("nemesis", "info", "final", {"healed": True, "restarted": []})
-        for key in range(min(keys, ops - 1)):
+        for key in range(min(keys, (ops - 1) // 2)):
             emit(FINAL_CONSUMER, "invoke", "poll", None)
             emit(FINAL_CONSUMER, "ok", "poll", {key: [[o, v] for o, v in enumerate(logs[key])]})
+            emit(FINAL_CONSUMER, "invoke", "poll", None)
+            emit(FINAL_CONSUMER, "ok", "poll", {key: []})  # the end of the key
     return index
 
 

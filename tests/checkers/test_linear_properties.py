@@ -18,7 +18,8 @@ from tests.checkers.linear_histories import (
     register_histories,
 )
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.filter_too_much])
 
 
 @SETTINGS
@@ -68,7 +69,8 @@ def test_stale_read_after_a_completed_write_is_rejected(ops):
     assert result["counterexample"]["state"] == 7
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.filter_too_much])
 @given(register_histories(cas=True, max_steps=24), st.data())
 def test_wgl_agrees_with_exhaustive_search(ops, data):
     reads = _ok_reads(ops)
@@ -104,7 +106,8 @@ def test_poll_of_a_value_never_sent_is_rejected(ops, data):
     # saw now has nowhere to land, so a later send can fail first)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.filter_too_much])
 @given(log_histories(keys=1, max_steps=24), st.data())
 def test_log_search_agrees_with_exhaustive_search(ops, data):
     # Corrupt one poll record or one acknowledged offset half the time.

@@ -9,8 +9,8 @@ from checkers import bench, log_anomalies, replica_diff
 
 
 def check(path):
-    sends, reads, records, replicas = bench.load_flat(str(path))
-    return (log_anomalies.check_flat(sends, reads),
+    sends, reads, records, replicas, ends = bench.load_flat(str(path))
+    return (log_anomalies.check_flat(sends, reads, ends),
             replica_diff.check_flat(records, replicas, sends))
 
 
@@ -31,7 +31,8 @@ def test_injected_synthetic_run_shows_each_kind(tmp_path):
         "poll-skip": 4,              # one injected, two around the lost write, one after the re-read
         "nonmonotonic-send": 1,
         "realtime-order": 2,         # one injected, one from the nonmonotonic send
-        "aborted-read": 1}
+        "aborted-read": 1,
+        "read-then-lost": 2}         # the values the foreign and the duplicated final reads replaced
     assert diff["counts"] == {"divergence": 1, "missing-committed": 1,
                               "lost-acknowledged": 2}  # one injected, one from the hole
 

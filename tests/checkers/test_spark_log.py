@@ -84,8 +84,8 @@ def campaign(spark, tmp_path_factory):
 
 def test_synthetic_run_with_every_kind_injected_matches_local(campaign):
     _runs, found, synthetic = campaign
-    sends, reads, records, replicas = bench.load_flat(synthetic)
-    log = log_anomalies.check_flat(sends, reads)
+    sends, reads, records, replicas, ends = bench.load_flat(synthetic)
+    log = log_anomalies.check_flat(sends, reads, ends)
     diff = replica_diff.check_flat(records, replicas, sends)
     assert found[SYNTHETIC]["log"] == log
     assert found[SYNTHETIC]["replica-diff"] == diff
