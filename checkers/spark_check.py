@@ -1,4 +1,5 @@
-"""Check one run or a whole campaign of runs in one Spark job: log anomalies and replica diff.
+"""Check one run or a whole campaign of runs in one Spark job: log anomalies, replica diff
+and linearizability.
 
 Input: Parquet run dirs written by `checkers.parquet` (each row tagged with
 its run name). The tables of `checkers.spark_tables` are built (their
@@ -9,7 +10,7 @@ the listed examples, and the caches are released.
 
 from __future__ import annotations
 
-from checkers import spark_diff, spark_log
+from checkers import spark_diff, spark_linear, spark_log
 from checkers.log_anomalies import MAX_EXAMPLES
 from checkers.spark_flags import top_flags
 from checkers.spark_session import spark_session
@@ -17,8 +18,9 @@ from checkers.spark_tables import Tables
 
 
 def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
-               complete: dict[str, bool] | None = None, spark=None) -> dict[str, dict]:
-    """-> {run: {"log": result, "replica-diff": result}} for every run name in `runs`.
+               complete: dict[str, bool] | None = None, spark=None,
+               time_limit: float | None = None) -> dict[str, dict]:
+    """-> {run: {"log", "replica-diff", "linearizability": result}} for every run name in `runs`.
 
     runs[i] must be the run name written into run_dirs[i]'s tables.
     """
@@ -30,4 +32,6 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         diff = spark_diff.results(tables, top, complete)
     finally:
         tables.release()
-    return {run: {"log": log[run], "replica-diff": diff[run]} for run in runs}
+    linear = spark_linear.check_runs(tables, time_limit)
+    return {run: {"log": log[run], "replica-diff": diff[run], "linearizability": linear[run]}
+            for run in runs}

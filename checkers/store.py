@@ -1,5 +1,5 @@
-"""Check a store directory: the log checker and the replica diff -> the
-checkers' part of results.json (written by harness.verdict, the one writer).
+"""Check a store directory: the log checker, the replica diff and linearizability ->
+the checkers' part of results.json (written by harness.verdict, the one writer).
 
 This is what the harness runs after every run (and `harness check` on an
 old store). It must work on what a crashed or interrupted run left:
@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 
+from checkers import linearizability
 from checkers.checker import StoreData
 from checkers.flatten import flatten, flatten_dumps
 from checkers.history import HistoryError, iter_jsonl
@@ -47,6 +48,7 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     records, replicas = flatten_dumps(dumps)
     data = StoreData(sends, reads, records, replicas, dumps_complete=not missing, ends=flat.ends)
     checkers = {name: checker.check(data) for name, checker in registry.load_all(registry.CHECKERS).items()}
+    add_times(store_dir, checkers.get("linearizability") or {})
     return assemble(checkers, stats, engine, truncated, missing, store_dir)
 
 
@@ -105,6 +107,32 @@ def combine(verdicts) -> bool | str:
     return True
 
 
+def add_times(store_dir: str, found: dict) -> None:
+    """Times (ns since the start) of the calls a linearizability counterexample lists.
+
+    Only those few ops are decoded: the history is scanned line by line, and a
+    line is parsed only when its position is a wanted index (the harness
+    writes index = line number - 1; any other line is checked by its index).
+    """
+    wanted = linearizability.counterexample_indices(found)
+    if not wanted:
+        return
+    times = {}
+    with open(history_path(store_dir), "rb") as handle:
+        for number, line in enumerate(handle):
+            if number not in wanted:
+                continue
+            try:
+                op = json.loads(line)
+            except ValueError:
+                continue
+            if op.get("index", number) in wanted:
+                times[op.get("index", number)] = op.get("time")
+            if len(times) == len(wanted):
+                break
+    linearizability.add_times(found, times)
+
+
 def history_path(store_dir: str) -> str:
     """The store's history.jsonl, or StoreError if the store has none."""
     path = os.path.join(store_dir, HISTORY)
@@ -159,6 +187,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     found = check_runs([p[1] for p in prepared.values()], runs, master=master,
                        complete={run: not p[4] for run, p in prepared.items()})
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
+        add_times(store_dir, found[run].get("linearizability") or {})
         out[store_dir] = assemble(found[run], stats, "spark", truncated, missing, store_dir)
     return out
 

@@ -25,6 +25,10 @@ def split_history(ops: list[dict], model: Model) -> list[tuple[Any, list[Call]]]
                   key=lambda item: key_sort(item[0]))
 
 
+MAX_COUNTEREXAMPLES = 5
+"""Counterexamples listed per result (the first invalid keys in key order)."""
+
+
 def merge_results(per_key: list[tuple[Any, dict]], model_spec: str, engine: str) -> dict:
     """Per-key verdicts -> one JSON-able result (invalid beats unknown beats valid)."""
     invalid = [(k, r) for k, r in per_key if r["valid"] is False]
@@ -39,14 +43,12 @@ def merge_results(per_key: list[tuple[Any, dict]], model_spec: str, engine: str)
         "configs": sum(r.get("configs", 0) for _, r in per_key),
     }
     if invalid:
-        key, first = invalid[0]
         result["invalid_keys"] = [k for k, _ in invalid]
-        result["counterexample"] = {
-            "key": key,
-            "op": first["op"],
-            "linearized": first["linearized"],
-            "state": first["state"],
-        }
+        result["counterexamples"] = [
+            {"key": key, "op": r["op"], "linearized": r["linearized"],
+             "concurrent": r.get("concurrent", []), "state": r["state"]}
+            for key, r in invalid[:MAX_COUNTEREXAMPLES]]
+        result["counterexample"] = result["counterexamples"][0]  # the first key's, as before
     if unknown:
         result["unknown_keys"] = [k for k, _ in unknown]
         result["reason"] = sorted({r.get("reason", "limit") for _, r in unknown})

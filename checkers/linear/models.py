@@ -25,10 +25,18 @@ Models (name[:initial value as EDN]):
   the log is at least that long).  Polls that returned nothing constrain
   nothing.  A poll spanning several keys is not required to be atomic across
   keys (Kafka gives no such guarantee), which is what makes splitting by key
-  sound.  The log starts empty at offset 0.
+  sound.  A fetch returns the log from its position on, so one read may skip
+  only offsets nobody observed (as Jepsen ranks offsets: compaction or
+  transaction markers leave such holes); a read that jumps over an offset some
+  send was acknowledged at or some read returned can never take effect
+  (``prepare`` turns it into ``skip``).  An ``end`` sub-op (the
+  store checker's: the final consumer's last, empty poll of a key, see
+  ``checkers.linearizability``) asserts that at one instant the log's length
+  is exactly its value.  The log starts empty at offset 0.
 """
 from __future__ import annotations
 
+import bisect
 from typing import Any, Hashable
 
 INCONSISTENT = object()
@@ -177,6 +185,16 @@ class Mutex(Model):
         return False if state else INCONSISTENT
 
 
+def _skips(records: tuple, observed: list[int]) -> bool:
+    """Whether a read (records by offset, highest first) jumps over an observed offset."""
+    for (high, _), (low, _) in zip(records, records[1:]):
+        if high - low > 1:
+            i = bisect.bisect_right(observed, low)
+            if i < len(observed) and observed[i] < high:
+                return True
+    return False
+
+
 def _int_key(key: Any) -> Any:
     """Poll values from JSON have string keys; sends have int keys."""
     if isinstance(key, str) and key.lstrip("-").isdigit():
@@ -238,6 +256,10 @@ class Log(Model):
             if self._length[state] not in value[1]:
                 return INCONSISTENT
             return self.step(state, "append", (None, value[0]))
+        if f == "end":
+            return state if self._length[state] == value else INCONSISTENT
+        if f == "skip":  # a read that jumped over an observed offset: never possible
+            return INCONSISTENT
         # read: records sorted by offset, highest first; walk back from the end
         node = state
         parent, values, length = self._parent, self._value, self._length
@@ -255,7 +277,8 @@ class Log(Model):
 
         Offsets are pinned by acknowledged sends and by reads.  An indefinite
         send of v can only sit at an offset pinned to v alone, or at a gap
-        (an unpinned offset below the highest pinned one); if v was read and
+        (an unpinned offset below the highest pinned one, or below the length an
+        ``end`` asserts); if v was read and
         only this send carries v, only where v was read.  Landing past every
         pinned offset would change nothing any other op can see, so that
         choice is dropped (it is the same as never taking effect).  A send
@@ -274,6 +297,10 @@ class Log(Model):
                 for offset, v in call.value:
                     pinned.setdefault(offset, set()).add(v)
         top = max(pinned, default=-1)
+        observed = sorted(pinned)
+        for call in calls:
+            if call.f == "end":
+                top = max(top, call.value - 1)
         seen_at: dict[Any, set] = {}
         for offset, vs in pinned.items():
             for v in vs:
@@ -288,6 +315,8 @@ class Log(Model):
                 if not allowed:
                     continue
                 call = call._replace(f="place", value=(v, frozenset(allowed)))
+            elif call.f == "read" and _skips(call.value, observed):
+                call = call._replace(f="skip")
             out.append(call)
         return out
 

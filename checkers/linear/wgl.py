@@ -41,7 +41,8 @@ def _jsonable(value: Any) -> Any:
 def _op_summary(call: Call) -> dict:
     """The history op behind a call, plus the per-key sub-op the model checked."""
     op = call.complete if call.complete is not None else call.invoke
-    out = {k: op[k] for k in ("index", "process", "type", "f", "value") if k in op}
+    out = {k: op[k] for k in ("index", "process", "type", "f", "value", "invoke", "complete")
+           if k in op}
     if call.complete is None or call.complete_pos is None:
         out["type"] = "info" if call.complete is not None else "invoke"
     out["checked"] = [call.f, _jsonable(call.value)]
@@ -84,7 +85,8 @@ def check_calls(
     ``deadline`` is a ``time.monotonic()`` value; ``max_configs`` caps the
     cache (also capped by ``MEMORY_BUDGET``).  Invalid results carry
     ``op`` (the call that cannot be linearized), ``linearized`` (the longest
-    partial linearization, in order) and ``state`` (the model state after it).
+    partial linearization, in order), ``concurrent`` (the calls whose intervals
+    overlap the failed one's) and ``state`` (the model state after the prefix).
     """
     n = len(calls)
     if n == 0:
@@ -190,5 +192,22 @@ def check_calls(
         "configs": len(cache),
         "op": _op_summary(calls[failed]),
         "linearized": [_op_summary(calls[k]) for k in order],
+        "concurrent": [_op_summary(calls[k]) for k in _concurrent(calls, failed)],
         "state": model.describe(final_state),
     }
+
+
+MAX_CONCURRENT = 50
+
+
+def _concurrent(calls: list[Call], failed: int) -> list[int]:
+    """Calls whose invocation-completion interval overlaps the failed call's (an
+    indefinite call's interval never ends), in invocation order, at most MAX_CONCURRENT."""
+    infinity = float("inf")
+    start = calls[failed].invoke_pos
+    end = calls[failed].complete_pos if calls[failed].complete_pos is not None else infinity
+    overlapping = sorted(
+        (c.invoke_pos, k) for k, c in enumerate(calls)
+        if k != failed and c.invoke_pos <= end
+        and (c.complete_pos if c.complete_pos is not None else infinity) >= start)
+    return [k for _pos, k in overlapping[:MAX_CONCURRENT]]

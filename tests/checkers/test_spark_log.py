@@ -8,7 +8,9 @@ one Spark job checks them all, which also exercises the many-runs path.
 
 import pytest
 
-from checkers import bench, log_anomalies, parquet, replica_diff
+from checkers import bench, linearizability, log_anomalies, parquet, replica_diff
+from checkers.flatten import flatten
+from checkers.linearizability import same_verdicts
 from checkers.spark_check import check_runs
 from tests.checkers import log_dumps, log_histories
 
@@ -89,6 +91,10 @@ def test_synthetic_run_with_every_kind_injected_matches_local(campaign):
     diff = replica_diff.check_flat(records, replicas, sends)
     assert found[SYNTHETIC]["log"] == log
     assert found[SYNTHETIC]["replica-diff"] == diff
+    linear = linearizability.check_flat(sends, reads, ends)
+    assert same_verdicts({"linearizability": linear}) == same_verdicts(
+        {"linearizability": found[SYNTHETIC]["linearizability"]})
+    assert linear["valid"] is False
     assert all(log["counts"].values()) and all(diff["counts"].values())
 
 
@@ -104,5 +110,7 @@ def test_every_anomaly_type_is_injected_somewhere(campaign):
 def test_spark_equals_local(campaign, run):
     runs, found, _synthetic = campaign
     ops, dumps = runs[run]
-    assert found[run]["log"] == log_anomalies.check(ops)
-    assert found[run]["replica-diff"] == replica_diff.check(dumps, ops)
+    flat = flatten(ops)
+    local = {"log": log_anomalies.check(ops), "replica-diff": replica_diff.check(dumps, ops),
+             "linearizability": linearizability.check_flat(flat[0], flat[1], flat.ends)}
+    assert same_verdicts(found[run]) == same_verdicts(local)

@@ -31,7 +31,7 @@ def test_clean_store_is_valid_and_results_json_is_written(tmp_path):
     assert results == check_store(str(store))
     assert results["valid"] is True
     assert json.loads((store / "results.json").read_text()) == results
-    assert set(results["checkers"]) == {"log", "replica-diff"}
+    assert set(results["checkers"]) == {"log", "replica-diff", "linearizability"}
     assert results["stats"]["ops"] == len(log_histories.clean().ops)
     assert "notes" not in results
 

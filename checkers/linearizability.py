@@ -1,0 +1,200 @@
+"""Linearizability of a log history: the `linearizability` checker of every store check.
+
+The history is split by key (a history is linearizable iff every key's
+sub-history is: Herlihy and Wing's locality, P-compositionality) and each
+key is searched with the WGL kernel (`checkers.linear.wgl`) against the
+`log` model (`checkers.linear.models.Log`):
+
+- an ok send is an append that lands exactly at its acknowledged offset; an
+  info send (or one never completed) may land once at an offset nobody else
+  holds, or never; a failed send never happened;
+- an ok poll's records of one key are a read: at one instant the log holds
+  those values at those offsets (skipping no offset anybody observed);
+- the end of a key (`checkers.flatten` ends: the final consumer's last poll
+  came back empty there) asserts the log's length at that instant.
+
+Against the log checker (`checkers.log_anomalies`): a lost-write, unseen or
+inconsistent-offsets finding is a key no order of ops explains (the
+acknowledged value is not where the reads or the end say), and a history the
+log checker passes is linearizable; the suite holds both directions on every
+history it builds (tests/checkers/test_linearizability.py).
+
+Both engines build a key's calls from the same flat rows with `key_calls`, so
+they agree by construction: the local engine groups the rows in Python; the
+Spark engine groups the Parquet tables by key and runs the search in Python
+workers (`applyInArrow`), keys spread over the executors. A time limit
+(`time_limit`, default DEFAULT_TIME_LIMIT or $CHECKERS_LINEAR_TIME_LIMIT)
+stops every key's search when it passes; keys not finished are "unknown".
+
+Result (`results.json` `checkers.linearizability`, docs/interfaces.md):
+valid, model, keys, calls, configs, seconds, time_limit,
+invalid_keys / unknown_keys / reason, and `counterexamples`: per invalid key
+(the first MAX_COUNTEREXAMPLES in key order) `key`, `op` (the call that
+cannot be linearized), `linearized` (the longest linearizable prefix, in
+order), `concurrent` (calls overlapping `op`), `state` (the log after the
+prefix). Each call: index (its completion, or its invocation if it never
+completed), invoke, complete, process, type, f, value, checked (the sub-op
+the model stepped), and invoke_time / complete_time (ns since the start)
+when the store's history is at hand.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from typing import Any, Iterable
+
+from checkers.flatten import decode_value
+from checkers.linear.calls import Call
+from checkers.linear.local import merge_results
+from checkers.linear.models import Log
+from checkers.linear.wgl import check_calls
+
+MODEL = "log"
+DEFAULT_TIME_LIMIT = 120.0
+
+
+def time_limit_default() -> float:
+    return float(os.environ.get("CHECKERS_LINEAR_TIME_LIMIT", DEFAULT_TIME_LIMIT))
+
+
+def _op(index: int, process: str, kind: str, f: str, value: Any, invoke: int,
+        complete: int | None) -> dict:
+    return {"index": index, "process": process, "type": kind, "f": f, "value": value,
+            "invoke": invoke, "complete": complete}
+
+
+def key_calls(key: int, sends: Iterable[tuple], reads: Iterable[tuple],
+              end: tuple | None) -> list[Call]:
+    """The calls of one key, in invocation order.
+
+    sends: (value, offset, type, process, invoke_index, complete_index) as in
+    checkers.flatten's send rows without the key; reads: (offset, value,
+    process, index, invoke_index); end: (end_offset, invoke_index,
+    complete_index) or None. Values are canonical JSON texts (both engines
+    compare the same texts).
+    """
+    calls = []
+    for value, offset, kind, process, inv, done in sends:
+        if kind == "fail":
+            continue
+        invoke = _op(inv, process, "invoke", "send", [key, value], inv, done)
+        if kind == "ok" and offset is not None:
+            complete = _op(done, process, "ok", "send", [key, [offset, value]], inv, done)
+            calls.append(Call(inv, done, "append", (offset, value), invoke, complete))
+        else:  # indefinite: may land anywhere, once, or never
+            complete = None if done is None else _op(done, process, "info", "send", [key, value],
+                                                     inv, done)
+            calls.append(Call(inv, None, "append", (None, value), invoke, complete))
+    polls: dict[tuple, list] = defaultdict(list)
+    for offset, value, process, index, inv in reads:
+        polls[(index, inv, process)].append((offset, value))
+    for (index, inv, process), records in polls.items():
+        records.sort(reverse=True)
+        calls.append(Call(inv, index, "read", tuple(records),
+                          _op(inv, process, "invoke", "poll", None, inv, index),
+                          _op(index, process, "ok", "poll", {key: records}, inv, index)))
+    if end is not None:
+        length, inv, done = end
+        calls.append(Call(inv, done, "end", length,
+                          _op(inv, "final", "invoke", "poll", None, inv, done),
+                          _op(done, "final", "ok", "poll", {key: []}, inv, done)))
+    calls.sort(key=lambda c: c.invoke_pos)
+    return calls
+
+
+def check_key(key: int, sends, reads, end, deadline_epoch: float | None) -> dict:
+    """Search one key; the deadline travels as wall-clock time (it crosses processes)."""
+    model = Log()
+    calls = model.prepare(key_calls(key, sends, reads, end))
+    deadline = None
+    if deadline_epoch is not None:
+        deadline = time.monotonic() + (deadline_epoch - time.time())
+    found = check_calls(model, calls, deadline=deadline)
+    if found["valid"] is False:  # values travel as JSON texts; show them as values
+        found["state"] = [decode_value(v) for v in found["state"]]
+        for op in [found["op"], *found["linearized"], *found["concurrent"]]:
+            _decode_op(op)
+    return found
+
+
+def _decode_op(op: dict) -> None:
+    """Turn the JSON texts in a summarised call back into values (only the few listed)."""
+    value, f = op.get("value"), op.get("f")
+    if f == "send" and isinstance(value, list):
+        key, body = value
+        op["value"] = ([key, [body[0], decode_value(body[1])]] if isinstance(body, list)
+                       else [key, decode_value(body)])
+    elif f == "poll" and isinstance(value, dict):
+        op["value"] = {key: [[o, decode_value(v)] for o, v in sorted(records)]
+                       for key, records in value.items()}
+
+
+def result(per_key: list[tuple[int, dict]], engine: str, seconds: float,
+           time_limit: float | None) -> dict:
+    """Per-key verdicts -> the checker result (the same merge as `harness check-history`)."""
+    per_key = sorted(per_key, key=lambda item: item[0])
+    merged = merge_results(per_key, MODEL, engine)
+    merged.pop("counterexample", None)  # results.json lists them all under counterexamples
+    merged.pop("engine")  # results.json names the engine once, at the top
+    merged["seconds"] = round(seconds, 3)
+    merged["time_limit"] = time_limit
+    if merged["valid"] == "unknown" and "reason" in merged:
+        merged["reason"] = [f"{r} ({time_limit:g} s)" if r == "time-limit" else r
+                            for r in merged["reason"]]
+    return merged
+
+
+def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple],
+               time_limit: float | None = None) -> dict:
+    """In-process engine over the flat rows of `checkers.flatten` (all keys, one by one)."""
+    started = time.monotonic()
+    limit = time_limit_default() if time_limit is None else time_limit
+    deadline_epoch = time.time() + limit
+    by_key: dict[int, tuple[list, list, Any]] = defaultdict(lambda: ([], [], None))
+    for key, value, offset, kind, process, inv, done in sends:
+        by_key[key][0].append((value, offset, kind, process, inv, done))
+    for key, offset, value, process, index, _pos, _session, inv, _final in reads:
+        by_key[key][1].append((offset, value, process, index, inv))
+    ends_by_key = {row[0]: tuple(row[1:]) for row in ends}
+    keys = sorted(set(by_key) | set(ends_by_key))
+    per_key = [(key, check_key(key, by_key[key][0], by_key[key][1], ends_by_key.get(key),
+                               deadline_epoch)) for key in keys]
+    return result(per_key, "local", time.monotonic() - started, limit)
+
+
+def same_verdicts(checkers: dict) -> dict:
+    """The checkers' results without the linearizability search's `seconds`: what both
+    engines must give identically."""
+    out = dict(checkers)
+    if "linearizability" in out:
+        out["linearizability"] = {k: v for k, v in out["linearizability"].items() if k != "seconds"}
+    return out
+
+
+def counterexample_indices(found: dict) -> set[int]:
+    """History indices of every call a result's counterexamples list."""
+    out = set()
+    for example in found.get("counterexamples") or []:
+        for op in [example["op"], *example["linearized"], *example["concurrent"]]:
+            out.update(i for i in (op.get("invoke"), op.get("complete")) if i is not None)
+    return out
+
+
+def add_times(found: dict, times: dict[int, int]) -> None:
+    """Put invoke_time / complete_time (ns since the start) on every counterexample call."""
+    for example in found.get("counterexamples") or []:
+        for op in [example["op"], *example["linearized"], *example["concurrent"]]:
+            op["invoke_time"] = times.get(op.get("invoke"))
+            op["complete_time"] = times.get(op.get("complete"))
+
+
+def _declare():
+    from checkers.checker import Checker
+
+    return Checker("linearizability", "the history against the log model, per key (WGL search)",
+                   lambda data: check_flat(data.sends, data.reads, data.ends))
+
+
+CHECKER = _declare()
