@@ -12,7 +12,8 @@ offset of k, and the value at (k, o) is k * 10^9 + o + 1, unique per test.
 The other ops are polls: a poll of key k by consumer c{k mod C} reads every
 offset of k written since that consumer's previous poll of k. Then a nemesis
 "final" op, and one final poll per key (consumer f{k mod C}) reads every
-offset of k, then comes back empty at k's end (table `ends`). Three replicas n1..n3 hold every written record, HW = LEO.
+offset of k, then comes back empty at k's end (table `ends`). Three
+replicas n1..n3 hold every written record, HW = LEO.
 
 Injected anomalies (`inject=n`: n of each kind, each on its own key):
 lost-write (every read of one offset dropped), unseen (one extra

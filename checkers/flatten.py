@@ -17,13 +17,14 @@ reads: one row per [offset, value] pair of an ok poll
     completion index), pos (position of the pair within the poll's list for
     that key), session (an integer naming one consumer sequence, see below),
     invoke_index (the poll's invocation), final (read in the final phase)
-ends: one row per key whose final reads completed
-    key, end_offset (the log's length: where the final consumer stood when its
-    last poll of the key came back empty), invoke_index, complete_index (of
-    that empty poll). The workload's final phase reads each key until a poll
-    returns nothing at the end (workloads/log.py); a key without this row was
-    not read to its end (the run was interrupted, or its final reads timed
-    out), so nothing that needs the end of the log can be decided for it.
+ends: one row per key read in the final phase
+    key, end_offset (the log's length: where the final consumer stood after
+    its last poll of the key), invoke_index, complete_index (of that poll).
+    The final phase reads each key to its end (workloads/log.py stops at an
+    empty poll at the end; other readers stop when their position reaches the
+    end offset); a key without this row was not read after the final heal
+    (the run was interrupted before the final phase), so nothing that needs
+    the end of the log can be decided for it.
 
 records: one row per record of a replica dump (docs/interfaces.md, Dump)
     node, key (partition), offset, epoch, value (canonical JSON text)
@@ -80,7 +81,7 @@ class Flattener:
         self.stats: Counter = Counter()
         self.poll_invokes: dict[str, int] = {}  # process -> open poll invocation index
         self.final_position: dict[tuple, int] = {}  # (session, key) -> next offset, final phase
-        self.last_final: dict[int, tuple | None] = {}  # key -> end row if its last final poll was empty
+        self.last_final: dict[int, tuple] = {}  # key -> end row after its last final poll
 
     def session_of(self, process: str) -> int:
         marker = (process, self.resets[process], self.final_phase)
@@ -115,20 +116,18 @@ class Flattener:
         return [], []
 
     def _final_poll(self, op, process, index, invoke_index) -> None:
-        """Follow the final consumer's position per key; an empty poll marks the end."""
+        """Follow the final consumer's position per key: after its last poll, the end."""
         session = self.session_of(process)
         for key, pairs in (op.get("value") or {}).items():
             stream = (session, int(key))
             if pairs:
                 self.final_position[stream] = int(pairs[-1][0]) + 1
-                self.last_final[int(key)] = None
-            else:
-                end = self.final_position.get(stream, 0)
-                self.last_final[int(key)] = (int(key), end, invoke_index, index)
+            end = self.final_position.get(stream, 0)
+            self.last_final[int(key)] = (int(key), end, invoke_index, index)
 
     def ends(self) -> list[tuple]:
-        """End rows (END_COLUMNS) of the keys whose last final poll came back empty."""
-        return sorted(row for row in self.last_final.values() if row is not None)
+        """End rows (END_COLUMNS) of the keys read in the final phase."""
+        return sorted(self.last_final.values())
 
     def _send(self, op, process, kind, index) -> list[tuple]:
         if kind == "invoke":

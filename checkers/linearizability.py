@@ -10,8 +10,8 @@ key is searched with the WGL kernel (`checkers.linear.wgl`) against the
   holds, or never; a failed send never happened;
 - an ok poll's records of one key are a read: at one instant the log holds
   those values at those offsets (skipping no offset anybody observed);
-- the end of a key (`checkers.flatten` ends: the final consumer's last poll
-  came back empty there) asserts the log's length at that instant.
+- the end of a key (`checkers.flatten` ends: where the final consumer stood
+  after its last poll of the key) asserts the log's length at that instant.
 
 Against the log checker (`checkers.log_anomalies`): a lost-write, unseen or
 inconsistent-offsets finding is a key no order of ops explains (the
@@ -127,8 +127,8 @@ def _decode_op(op: dict) -> None:
         op["value"] = ([key, [body[0], decode_value(body[1])]] if isinstance(body, list)
                        else [key, decode_value(body)])
     elif f == "poll" and isinstance(value, dict):
-        op["value"] = {key: [[o, decode_value(v)] for o, v in sorted(records)]
-                       for key, records in value.items()}
+        op["value"] = {str(key): [[o, decode_value(v)] for o, v in sorted(records)]
+                       for key, records in value.items()}  # JSON keys, as results.json has them
 
 
 def result(per_key: list[tuple[int, dict]], engine: str, seconds: float,

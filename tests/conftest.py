@@ -91,3 +91,26 @@ def pytest_collection_modifyitems(config, items):
         tier = _tier(item)
         if not any(m.name == tier for m in item.iter_markers()):
             item.add_marker(getattr(pytest.mark, tier))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Every results.json the suite wrote holds the log and linearizability verdicts to one
+    rule (tests/checkers/test_linearizability.py): a lost or divergent acknowledged write is
+    not linearizable, and a history the log checker passes is. A disagreement fails the run."""
+    try:
+        base = session.config._tmp_path_factory.getbasetemp()
+    except (AttributeError, ValueError):
+        return
+    from tests.checkers.test_linearizability import disagreement
+
+    found = []
+    for path in Path(base).rglob("results.json"):
+        problem = disagreement(path)
+        if problem:
+            found.append(f"{path}: {problem}")
+    if found:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in found:
+            if reporter is not None:
+                reporter.write_line(f"linearizability disagrees with the log checker: {line}", red=True)
+        session.exitstatus = 1

@@ -158,3 +158,44 @@ def test_written_history_is_valid_json_per_line(tmp_path):
     lines = path.read_text().splitlines()
     assert len(lines) == len(HARNESS_OPS)
     assert all(isinstance(json.loads(line), dict) for line in lines)
+
+
+# --------------------------------------------------------------- EDN fast path
+
+def knossos_files():
+    return sorted(KNOSSOS.rglob("*.edn"))
+
+
+def test_every_knossos_file_reads_the_same_on_the_fast_path_as_with_edn_format():
+    from checkers.history import _fast_edn, _read_edn_slow
+
+    files = knossos_files()
+    assert len(files) == 122
+    for path in files:
+        text = path.read_text()
+        fast = _fast_edn(text)
+        assert fast is not None, f"{path}: the fast path should take Jepsen's flat op maps"
+        assert fast == _read_edn_slow(str(path), text), path
+
+
+@pytest.mark.parametrize("body", [
+    "{:process 0 :type :invoke :f :add :value #{1 2}}",          # a set
+    "{:process 0 :type :invoke :f :w :value #inst \"2020-01-01T00:00:00Z\"}",  # a tag
+    "{:process 0 :type :invoke :f :w :value {:x 1}}",            # a nested map
+    "{:process 0 :type :invoke :f :w :value :a/b}",              # a namespaced keyword
+    "{:process 0 :type :invoke :f :w :value \\c}",               # a character
+    "{:process 0 :type :invoke :f :w :value 1N}",                # a big integer
+    "{:process 0 :type :invoke :f :w :value \"two\nlines\"}",   # a string over two lines
+    "{:process 0 :type :invoke :f :w :value [1 nil true :nil-ish \"a \\\"q\\\"\"]}",
+])
+def test_what_the_fast_path_refuses_edn_format_reads_alike(tmp_path, body):
+    from checkers.history import _read_edn_slow
+
+    path = write_text(tmp_path, "h.edn", "[" + body + "\n {:process 0, :type :ok, :f :w}]\n")
+    assert read_history(path) == _read_edn_slow(str(path), path.read_text())
+
+
+def test_a_bad_op_on_the_fast_path_still_names_its_line(tmp_path):
+    path = write_text(tmp_path, "h.edn", "[{:process 0 :type :invoke :f :w}\n {:process 0 :f :w}]\n")
+    with pytest.raises(HistoryError, match=r"h.edn:2: .*missing type"):
+        read_history(path)

@@ -30,6 +30,26 @@ def agree(log: dict, linear: dict) -> None:
         assert linear["valid"] is True, linear.get("counterexamples")
 
 
+def disagreement(results_json) -> str | None:
+    """What is wrong with one results.json under the rule, or None (used by tests/conftest.py)."""
+    import json
+
+    try:
+        checkers = json.loads(open(results_json, encoding="utf-8").read()).get("checkers") or {}
+    except (OSError, ValueError):
+        return None
+    log, linear = checkers.get("log"), checkers.get("linearizability")
+    if not isinstance(log, dict):
+        return None
+    if not isinstance(linear, dict):
+        return "no checkers.linearizability"
+    try:
+        agree(log, linear)
+    except AssertionError:
+        return f"log {log.get('valid')} {log.get('counts')}, linearizability {linear.get('valid')}"
+    return None
+
+
 def both(ops: list[dict]) -> tuple[dict, dict]:
     flat = flatten(ops)
     sends, reads, _stats = flat

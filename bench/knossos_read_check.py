@@ -1,0 +1,66 @@
+"""Read and check the whole Knossos corpus (tests/data/knossos) in one process.
+
+    .venv/bin/python bench/knossos_read_check.py [--repeat 5]
+
+Reports, per repetition, the time to read every file (`checkers.history`,
+the fast path for Jepsen's flat op maps) and to check it (WGL, the model of
+tests/data/README.md), beside the same-run baseline: the same files read by
+edn_format (`_read_edn_slow`). Wall and CPU seconds, and the load average:
+the machine is shared, and CPU seconds are what a quiet machine would take.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from checkers.history import _read_edn_slow, read_history
+from checkers.linear import check_ops
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "knossos"
+
+
+def model_for(path: Path) -> str:
+    text = str(path)
+    if "/cas-register/" in text:
+        return "cas-register:0"
+    if "/multi-register/" in text:
+        return "multi-register:{:x 0 :y 0}"
+    return "mutex"
+
+
+def timed(fn):
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def once(files: list[Path]) -> dict:
+    ops, read_wall, read_cpu = timed(lambda: [read_history(f) for f in files])
+    _res, check_wall, check_cpu = timed(lambda: [check_ops(o, model_for(f)) for o, f in zip(ops, files)])
+    base, base_wall, base_cpu = timed(lambda: [_read_edn_slow(str(f), f.read_text()) for f in files])
+    assert base == ops, "the fast path and edn_format disagree"
+    return {"ops": sum(map(len, ops)), "files": len(files),
+            "read_s": round(read_wall, 3), "check_s": round(check_wall, 3),
+            "total_s": round(read_wall + check_wall, 3),
+            "read_cpu_s": round(read_cpu, 3), "check_cpu_s": round(check_cpu, 3),
+            "total_cpu_s": round(read_cpu + check_cpu, 3),
+            "baseline_edn_format_read_s": round(base_wall, 3),
+            "baseline_edn_format_read_cpu_s": round(base_cpu, 3),
+            "read_speedup_cpu": round(base_cpu / read_cpu, 1),
+            "load_avg_1m": round(os.getloadavg()[0], 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    files = sorted(CORPUS.rglob("*.edn"))
+    for _ in range(args.repeat):
+        print(json.dumps(once(files)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
