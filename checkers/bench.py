@@ -412,10 +412,11 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
 
     Baseline: a Spark job that reads every column of every table of the run
     (for the local driver: loading the rows into Python). Reported:
-    seconds, ratio to the baseline, peak memory of the driver JVM and of this
-    Python process, and the anomaly counts (which must match the injections).
+    seconds (the Spark figure includes the linearizability search, also given
+    alone as linearizability_s), ratio to the baseline, peak memory of the
+    driver JVM and of this Python process, and the anomaly counts (which must match the injections).
     """
-    from checkers import log_anomalies, replica_diff
+    from checkers import linearizability, log_anomalies, replica_diff
     from checkers.spark_check import check_runs
     from checkers.spark_tables import read_table
     from checkers.spark_session import spark_session
@@ -444,6 +445,8 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                            "load_avg_1m": os.getloadavg()[0],
                            "jvm_peak_gib": _gib(jvm_peak_rss(spark)),
                            "python_peak_gib": _gib(python_peak_rss()),
+                           "linearizability_s": found["linearizability"]["seconds"],
+                           "linearizable": found["linearizability"]["valid"],
                            "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
                            "diff_counts": {k: v for k, v in found["replica-diff"]["counts"].items()
                                            if v}}}
@@ -460,8 +463,12 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
         log = log_anomalies.check_flat(sends, reads, ends)
         diff = replica_diff.check_flat(records, replicas, sends)
         local_s = time.perf_counter() - t0
+        linear = linearizability.check_flat(sends, reads, ends)
         entry["local"] = {"seconds": round(local_s, 1), "baseline_s": round(base_s, 1),
                           "ratio": round(local_s / base_s, 1),
+                          "linearizability_s": linear["seconds"],
+                          "linearizability_ratio": round(linear["seconds"] / base_s, 1),
+                          "same_linearizability": linear["valid"] == entry["spark"]["linearizable"],
                           "python_peak_gib": _gib(python_peak_rss()),
                           "same_as_spark": (log["counts"], diff["counts"]) == (
                               {**dict.fromkeys(log_anomalies.ANOMALIES, 0),

@@ -62,7 +62,13 @@ def summary(results: dict) -> str:
     for name, res in sorted((results.get("checkers") or {}).items()):
         if isinstance(res, dict):
             counts = {k: v for k, v in (res.get("counts") or {}).items() if v}
-            parts.append(f"{name}={res.get('valid')}" + (f" {counts}" if counts else ""))
+            undecided = {k: u.get("count") for k, u in (res.get("unknown") or {}).items()
+                         if isinstance(u, dict)}
+            parts.append(f"{name}={res.get('valid')}" + (f" {counts}" if counts else "")
+                         + (f" undecided {undecided}: " + "; ".join(
+                             sorted({u["reason"] for u in res["unknown"].values()
+                                     if isinstance(u, dict) and u.get("reason")}))
+                            if undecided else ""))
     if results.get("error"):
         parts.append(f"error: {results['error']}")
     stats = results.get("stats")

@@ -10,6 +10,8 @@ from harness import verdict
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store
 
+pytestmark = pytest.mark.timeout(1200)  # Spark jobs on a loaded 2-core machine
+
 
 def test_spark_campaign_matches_local_on_a_partial_store_and_skips_a_bad_one(spark, tmp_path):
     dumps = {k: v for k, v in log_dumps.divergent().items() if k != "n3"}

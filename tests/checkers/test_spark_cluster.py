@@ -1,0 +1,68 @@
+"""The checkers on a real Spark standalone cluster (a master and two workers on
+127.0.0.1, started from the installed pyspark): `harness campaign check` with
+`--master spark://127.0.0.1:PORT` gives the results local[2] gives, and the
+test leaves nothing running."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkers.linearizability import same_verdicts
+from checkers.store import check_campaign
+from tests.checkers import log_dumps, log_histories
+from tests.checkers.spark_cluster import StandaloneCluster
+from tests.checkers.test_store import make_store
+
+pytestmark = pytest.mark.timeout(1200)  # a cluster, a Spark job and local[2] on a loaded 2-core machine
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = {"clean": (log_histories.clean, log_dumps.agreeing),
+        "lost-write": (log_histories.lost_write, log_dumps.divergent),
+        "read-then-lost": (log_histories.read_then_lost, log_dumps.lost_acknowledged),
+        "interrupted": (log_histories.interrupted, log_dumps.agreeing)}
+
+
+def campaign_root(root: Path) -> Path:
+    for name, (history, dumps) in RUNS.items():
+        make_store(root / "log" / name, history().ops, dumps())
+    return root
+
+
+def running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_standalone_cluster_checks_a_campaign_like_local(spark, tmp_path):
+    on_cluster = campaign_root(tmp_path / "cluster")
+    shutil.copytree(on_cluster, tmp_path / "local")
+    cluster = StandaloneCluster(tmp_path / "spark")
+    (tmp_path / "spark").mkdir()
+    cluster.start()
+    try:
+        env = dict(os.environ, PYTHONPATH=str(REPO), SPARK_LOCAL_IP="127.0.0.1")
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "campaign", "check", str(on_cluster),
+                               "--master", cluster.url], capture_output=True, text=True, env=env,
+                              timeout=900)
+        log = (tmp_path / "spark" / "master.log").read_text(errors="replace")
+    finally:
+        cluster.stop()
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # the interrupted run is unknown
+    assert "Registering app" in log  # the job really ran on this cluster's executors
+    local = check_campaign(sorted(str(p) for p in (tmp_path / "local" / "log").iterdir()))
+    for name in RUNS:
+        remote = json.loads((on_cluster / "log" / name / "results.json").read_text())
+        here = local[str(tmp_path / "local" / "log" / name)]
+        assert remote["engine"] == here["engine"] == "spark"
+        assert remote["valid"] == here["valid"], name
+        assert same_verdicts(remote["checkers"]) == same_verdicts(here["checkers"]), name
+    assert not any(running(pid) for pid in cluster.pids())
