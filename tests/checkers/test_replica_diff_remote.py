@@ -29,6 +29,11 @@ def sends(n):
         ops.append({"index": 2 * o, "time": o, "process": 0, "type": "invoke", "f": "send", "value": [0, 100 + o]})
         ops.append({"index": 2 * o + 1, "time": o, "process": 0, "type": "ok", "f": "send",
                     "value": [0, [o, 100 + o]]})
+    # the final phase reads the key to its end (without it, lost-acknowledged is undecided)
+    ops.append({"index": 2 * n, "time": n, "process": "nemesis", "type": "info", "f": "final", "value": None})
+    ops.append({"index": 2 * n + 1, "time": n, "process": 1, "type": "invoke", "f": "poll", "value": None})
+    ops.append({"index": 2 * n + 2, "time": n, "process": 1, "type": "ok", "f": "poll",
+                "value": {"0": [[o, 100 + o] for o in range(n)]}})
     return ops
 
 
