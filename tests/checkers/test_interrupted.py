@@ -33,7 +33,7 @@ def check(store, engine):
     return check_campaign([str(store)])[str(store)]
 
 
-@pytest.mark.parametrize("engine", ["local", "spark"])
+@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.spark)])
 def test_interrupted_run_is_unknown_with_the_reason(request, tmp_path, engine):
     if engine == "spark":
         request.getfixturevalue("spark")
@@ -49,7 +49,7 @@ def test_interrupted_run_is_unknown_with_the_reason(request, tmp_path, engine):
     assert "final reads did not complete" in diff["unknown"]["lost-acknowledged"]["reason"]
 
 
-@pytest.mark.parametrize("engine", ["local", "spark"])
+@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.spark)])
 def test_other_checks_still_report_what_they_find(request, tmp_path, engine):
     if engine == "spark":
         request.getfixturevalue("spark")
