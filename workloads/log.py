@@ -21,6 +21,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from harness.steps import StepError
 from harness.sut import ClientError, DefiniteError
 
 
@@ -41,10 +42,6 @@ def _err(e: BaseException) -> str:
     if isinstance(e, ClientError):
         return str(e)[:200]
     return (type(e).__name__ + (f": {e}" if str(e) else ""))[:200]
-
-
-class WriteFailed(RuntimeError):
-    """A scripted write that had to be acknowledged was not; one line."""
 
 
 class LogWorkload:
@@ -197,7 +194,7 @@ class LogWorkload:
         """`count` sends to key from the scenario's writer process. With expect
         "ok", a definite failure is retried twice after a metadata refresh (e.g.
         a stale leader; every try is in the history) and a send that is still
-        not acknowledged raises WriteFailed."""
+        not acknowledged raises StepError (the scenario stops there, verdict unknown)."""
         if self._writer is None:
             self._writer, self._writer_process = self.client(), self.new_process()
         await self._refresh_writer()
@@ -249,7 +246,7 @@ class LogWorkload:
                 continue
             break
         if expect == "ok":
-            raise WriteFailed(f"send of {record['value']} to key {key} (acks={acks}) was not acknowledged: "
+            raise StepError(f"send of {record['value']} to key {key} (acks={acks}) was not acknowledged: "
                               f"{record['type']} {record.get('error', '')}".rstrip())
         return record
 
