@@ -137,3 +137,16 @@ def test_eras_limit_a_step_to_some_generations():
     assert s.steps[0].eras == ["hw", "kip101"] and s.steps[1].eras is None
     with pytest.raises(ScenarioError, match="step 1: eras must list some of hw, kip101, epoch"):
         parse(_script("- write: 1\n  eras: [kafka4]\n"))
+
+
+def test_a_condition_the_system_cannot_observe_is_refused_before_any_host():
+    """NATS keeps no checkpointed high watermark: the script is refused at
+    validation, one line naming the system and the capability."""
+    script = {"name": "needs-checkpoints", "system": "nats", "nodes": 3, "keys": 1,
+              "steps": [{"write": 1}, {"wait": "checkpointed hw of n1 on key 0 >= 1"}]}
+    with pytest.raises(ScenarioError) as err:
+        parse(script)
+    msg = str(err.value)
+    assert "\n" not in msg and "system 'nats' does not support 'checkpoints'" in msg and "step 2" in msg
+    script["steps"][1] = {"wait": "leader of key 0 is n1"}   # what NATS can tell is accepted
+    assert parse(script).system == "nats"
