@@ -64,25 +64,12 @@ class TestSpec(BaseModel):
             v = [x.strip() for x in v.split(",") if x.strip() and x.strip() != "none"]
         return v
 
-    @field_validator("system")
+    @field_validator("system", "backend", "workload", "nemesis")
     @classmethod
-    def _known_system(cls, v):
-        return _registered("system", v)
-
-    @field_validator("backend")
-    @classmethod
-    def _known_backend(cls, v):
-        return _registered("backend", v)
-
-    @field_validator("workload")
-    @classmethod
-    def _known_workload(cls, v):
-        return _registered("workload", v)
-
-    @field_validator("nemesis")
-    @classmethod
-    def _known_faults(cls, v):
-        return [_registered("fault", name) for name in v]
+    def _registered_names(cls, v, info):
+        """Names of registered parts (harness/registry.py); the field names the kind."""
+        kind = "fault" if info.field_name == "nemesis" else info.field_name
+        return [_registered(kind, name) for name in v] if isinstance(v, list) else _registered(kind, v)
 
     @field_validator("acks", mode="before")
     @classmethod
