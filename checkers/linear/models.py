@@ -305,11 +305,15 @@ class Log(Model):
         for offset, vs in pinned.items():
             for v in vs:
                 seen_at.setdefault(v, set()).add(offset)
+        gaps = None  # unpinned offsets up to top: computed once, when an indefinite send needs them
         out = []
         for call in calls:
             if call.f == "append" and call.value[0] is None:
                 v = call.value[1]
-                allowed = {o for o in range(top + 1) if pinned.get(o, {v}) == {v}}
+                if gaps is None:
+                    gaps = frozenset(range(top + 1)).difference(pinned)
+                # where v alone is pinned, or a gap (same set as testing every offset up to top)
+                allowed = gaps | {o for o in seen_at.get(v, ()) if o <= top and pinned[o] == {v}}
                 if senders[v] == 1 and v in seen_at:
                     allowed &= seen_at[v]
                 if not allowed:
