@@ -8,31 +8,54 @@ host's interface is netem; for chosen nodes, a prio qdisc sends packets to
 the chosen peers (u32 filters on the destination) through a netem band.
 
 Kernels built without netem (CONFIG_NET_SCH_NETEM unset, e.g. this
-project's development VM) still get `loss` (iptables `statistic` DROP in the
-chain REPLOG-PACKET) and `rate` (tbf / htb); asking such a host for delay,
-duplication, reordering or corruption is refused with one line, and the
-random schedule draws only what every host can do.
+project's development VM) get `loss` from iptables (`statistic` DROP in the
+chain REPLOG-PACKET) and `rate` from tbf / htb; delay with jitter,
+duplication, reordering and corruption come from NFQUEUE: the chain
+REPLOG-PACKET-IN (from INPUT) sends the faulted packets (`-i <link>`,
+`-s <peer>` for chosen nodes) to a queue that the host's shaper daemon
+(`nemesis/packet_shaper.py`, standard library, copied to the host and run
+with its python) reads, holds and releases. Those hosts shape what they
+receive, not what they send: a packet held on its sender's OUTPUT still
+counts against the sending socket (TCP small queues), which cut a 20 ms
+delayed TCP stream to ~0.25 MB/s; netem avoids that by orphaning the packet,
+NFQUEUE cannot. The links and peers are the same either way. Which
+way each host goes is decided once per host (netem when its kernel has it)
+and is the history value's `via`. A host with neither is refused with one
+line, and the random schedule then draws only what every host can do.
 
 Scenario step: `packet: {delay_ms: 50, jitter_ms: 10, loss: 0.2, duplicate: 0.1,
 reorder: 0.25, corrupt: 0.05, rate: 1mbit, between: [A, B] | nodes: [A]}`
 (fractions, not percent), `heal-packet:`.
 
-Cleanup: namespaces and containers take their qdiscs with them; on ssh
-hosts every shaped interface is listed in <work_dir>/.packet-devs first,
-and the backend's cleanup deletes their root qdiscs and the chain.
+Cleanup: namespaces and containers take their qdiscs, rules and shaper
+daemons with them (the netns backend kills every process left in a recorded
+namespace); on ssh hosts every shaped interface is listed in
+<work_dir>/.packet-devs before it is shaped and the shaper writes its pid to
+<work_dir>/.packet-shaper-<host>.pid first thing, and the backend's cleanup deletes
+the root qdiscs, kills the shaper and removes the chains.
 """
 from __future__ import annotations
 
 import posixpath
 import shlex
+import signal
+import time
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemesis.fault import ALL, MAJORITY, MINORITY, ONE, FaultArgError, FaultKind, Target, parse_model, pick
 
 CHAIN = "REPLOG-PACKET"
+IN_CHAIN = "REPLOG-PACKET-IN"   # the NFQUEUE way shapes what a host receives
 DEVS_FILE = ".packet-devs"
+SHAPER_PID = ".packet-shaper-{host}.pid"
+SHAPER_FILE = Path(__file__).with_name("packet_shaper.py")
+SHAPER = "packet-shaper"       # the daemon's name on each Remote
+QUEUE = 4207                   # NFQUEUE number (queues are per network namespace)
+MARK = "0x5e7"                 # the shaper's duplicates carry it and skip the queue
 NETEM_ONLY = ("delay_ms", "jitter_ms", "duplicate", "reorder", "corrupt")
+HAS_NFQUEUE = "test -e /proc/net/netfilter/nfnetlink_queue && command -v iptables >/dev/null"
 HAS_NETEM = ("zcat /proc/config.gz 2>/dev/null | grep -q '^CONFIG_NET_SCH_NETEM=[ym]' || "
              "grep -qs '^CONFIG_NET_SCH_NETEM=[ym]' /boot/config-$(uname -r) || "
              "ls /lib/modules/$(uname -r)/kernel/net/sched/sch_netem.ko* >/dev/null 2>&1")
@@ -115,10 +138,20 @@ class Packet:
         self.work_dir = (env.cluster or env.db.cluster).layout.work_dir
         self.log = env.log
         self.devs: dict[str, str] = {}
+        self.python = (env.cluster or env.db.cluster).layout.python
         self.netem: dict[str, bool] = {}
+        self.nfqueue: dict[str, bool] = {}
         self.touched: set[str] = set()
-        for h, r in self.remotes.items():
+        self.shaping: set[str] = set()   # hosts whose shaper daemon runs
+        for h, r in self.remotes.items():  # decided once per host
             self.netem[h] = r.run(["sh", "-c", HAS_NETEM], check=False).returncode == 0
+            self.nfqueue[h] = self.netem[h] or r.run(["sh", "-c", HAS_NFQUEUE], check=False).returncode == 0
+
+    def via(self, host: str, b: dict) -> str:
+        """How a host shapes: netem, nfqueue (the shaper daemon) or tc+iptables (rate: tbf/htb, loss: DROP)."""
+        if self.netem[host]:
+            return "netem"
+        return "nfqueue" if any(k in b for k in NETEM_ONLY) else "tc+iptables"
 
     def _dev(self, host: str) -> str:
         if host not in self.devs:
@@ -133,7 +166,7 @@ class Packet:
 
     def choose(self, rng, view):
         spec = rng.choice([ONE, MINORITY, MAJORITY, ALL, ALL])
-        usable = [p for p in PROFILES if all(self.netem.values()) or not any(k in p for k in NETEM_ONLY)]
+        usable = [p for p in PROFILES if all(self.nfqueue.values()) or not any(k in p for k in NETEM_ONLY)]
         b = dict(rng.choice(usable))
         if spec == ALL:
             return Target(list(self.plan.hosts), detail={"scope": "all", **b}, spec=spec)
@@ -142,12 +175,14 @@ class Packet:
     def start(self, target: Target):
         d = dict(target.detail)
         scope = d.pop("scope", "all")
-        missing = [h for h in self.remotes if not self.netem[h]]
+        missing = [h for h in self.remotes if not self.nfqueue[h]]
         if missing and any(k in d for k in NETEM_ONLY):
             kinds = ", ".join(k for k in NETEM_ONLY if k in d)
-            raise FaultArgError(f"fault packet: host {missing[0]}'s kernel has no netem (CONFIG_NET_SCH_NETEM) for "
-                                f"{kinds}; use loss and rate there, or hosts whose kernel has sch_netem")
+            raise FaultArgError(f"fault packet: host {missing[0]}'s kernel has neither netem (CONFIG_NET_SCH_NETEM) "
+                                f"nor NFQUEUE for {kinds}; use loss and rate there, or hosts whose kernel has "
+                                f"sch_netem or nfnetlink_queue")
         chosen = set(target.nodes)
+        via = {}
         for h in self.remotes:
             if scope == "all":
                 peers = None
@@ -157,8 +192,9 @@ class Packet:
                 peers = sorted(chosen - {h})
             else:  # every link of the chosen nodes
                 peers = None if h in chosen else sorted(chosen)
+            via[h] = self.via(h, d)
             self._apply(h, d, peers)
-        return {"scope": scope, "nodes": sorted(chosen) if scope != "all" else "all", **d}
+        return {"scope": scope, "nodes": sorted(chosen) if scope != "all" else "all", **d, "via": via}
 
     def _apply(self, host: str, b: dict, peers: list[str] | None) -> None:
         r, dev = self.remotes[host], self._dev(host)
@@ -186,13 +222,59 @@ class Packet:
                     r.run(["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
                            "match", "ip", "dst", f"{a}/32", "flowid", "1:20"])
         if b.get("loss"):
-            r.run(["iptables", "-w", "-N", CHAIN], check=False)
-            if r.run(["iptables", "-w", "-C", "OUTPUT", "-j", CHAIN], check=False).returncode != 0:
-                r.run(["iptables", "-w", "-I", "OUTPUT", "-j", CHAIN])
+            _chain(r, CHAIN, "OUTPUT")
             for a in addrs or [None]:
                 dst = ["-d", a] if a else []
-                r.run(["iptables", "-w", "-A", CHAIN, *dst, "-m", "statistic", "--mode", "random", "--probability",
-                       f"{b['loss']:g}", "-j", "DROP"])
+                r.run(["iptables", "-w", "-A", CHAIN, "-o", dev, *dst, "-m", "statistic", "--mode", "random",
+                       "--probability", f"{b['loss']:g}", "-j", "DROP"])
+        if any(k in b for k in NETEM_ONLY):
+            self._start_shaper(host, b)
+            _chain(r, IN_CHAIN, "INPUT")
+            r.run(["iptables", "-w", "-A", IN_CHAIN, "-m", "mark", "--mark", MARK, "-j", "RETURN"])
+            for a in addrs or [None]:  # the same peers: a link is shaped at its receiving end
+                src = ["-s", a] if a else []
+                r.run(["iptables", "-w", "-A", IN_CHAIN, "-i", dev, *src, "-j", "NFQUEUE", "--queue-num", str(QUEUE),
+                       "--queue-bypass"])
+
+    def _start_shaper(self, host: str, b: dict) -> None:
+        """Copy the shaper to the host and start it on the queue; return once it is bound
+        (its rules come after, so no packet waits on a queue nobody reads)."""
+        r = self.remotes[host]
+        path = posixpath.join(self.work_dir, "packet_shaper.py")
+        log = posixpath.join(self.work_dir, f"packet-shaper-{host}.log")
+        r.put(str(SHAPER_FILE), path)
+        argv = [self.python, path, "--queue", str(QUEUE), "--mark", MARK,
+                "--pidfile", posixpath.join(self.work_dir, SHAPER_PID.format(host=host))]
+        flags = {"delay_ms": "--delay-ms", "jitter_ms": "--jitter-ms", "reorder": "--reorder",
+                 "duplicate": "--duplicate", "corrupt": "--corrupt"}
+        for k, flag in flags.items():
+            if b.get(k) is not None:
+                argv += [flag, f"{b[k]:g}"]
+        if host in self.shaping:
+            self._stop_shaper(host)
+        self.shaping.add(host)
+        r.start_daemon(SHAPER, argv, log)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            out = r.run(["cat", log], check=False).stdout
+            if f"bound queue {QUEUE}" in out:
+                return
+            if not r.daemon_running(SHAPER):
+                break
+            time.sleep(0.05)
+        last = (r.run(["cat", log], check=False).stdout.strip().splitlines() or ["no output"])[-1]
+        raise FaultArgError(f"fault packet: the shaper on host {host} did not start ({last}); "
+                            f"it needs root, python3 and the kernel's nfnetlink_queue")
+
+    def _stop_shaper(self, host: str) -> None:
+        r = self.remotes[host]
+        r.signal(SHAPER, signal.SIGTERM)  # it lets every held packet go, then exits
+        deadline = time.monotonic() + 5
+        while r.daemon_running(SHAPER) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if r.daemon_running(SHAPER):
+            r.signal(SHAPER, signal.SIGKILL)
+        self.shaping.discard(host)
 
     def _note(self, host: str, dev: str) -> None:
         """Record the interface on the host before shaping it (for the ssh backend's cleanup)."""
@@ -209,7 +291,12 @@ class Packet:
             r, dev = self.remotes[h], self.devs.get(h)
             if dev:
                 r.run(["tc", "qdisc", "del", "dev", dev, "root"], check=False)
-            r.run(["iptables", "-w", "-F", CHAIN], check=False)
+            for chain, hook in ((CHAIN, "OUTPUT"), (IN_CHAIN, "INPUT")):  # nothing is queued after this
+                r.run(["iptables", "-w", "-D", hook, "-j", chain], check=False)
+                r.run(["iptables", "-w", "-F", chain], check=False)
+                r.run(["iptables", "-w", "-X", chain], check=False)
+            if h in self.shaping:
+                self._stop_shaper(h)
             healed.append(h)
         return healed
 
@@ -221,17 +308,28 @@ class Packet:
         self._clear()
 
 
+def _chain(r, chain: str, hook: str) -> None:
+    """Create the fault's chain and jump to it from the hook, once."""
+    r.run(["iptables", "-w", "-N", chain], check=False)
+    if r.run(["iptables", "-w", "-C", hook, "-j", chain], check=False).returncode != 0:
+        r.run(["iptables", "-w", "-I", hook, "-j", chain])
+
+
 def cleanup_script(work_dir: str) -> str:
     """Shell for hosts that outlive a run: delete the root qdiscs listed in
-    <work_dir>/.packet-devs and the chain REPLOG-PACKET."""
+    <work_dir>/.packet-devs, the shapers whose pids are in <work_dir>/.packet-shaper-*.pid,
+    and the chains REPLOG-PACKET and REPLOG-PACKET-IN."""
     f = shlex.quote(posixpath.join(work_dir, DEVS_FILE))
+    pids = shlex.quote(work_dir) + "/" + SHAPER_PID.format(host="*")
     return (f"if [ -f {f} ]; then sort -u {f} | while read -r d; do tc qdisc del dev \"$d\" root 2>/dev/null; "
-            f"done; fi; if command -v iptables >/dev/null && iptables -w -n -L {CHAIN} >/dev/null 2>&1; then "
-            f"iptables -w -D OUTPUT -j {CHAIN} 2>/dev/null; iptables -w -F {CHAIN}; iptables -w -X {CHAIN}; fi; true")
+            f"done; fi; for p in {pids}; do [ -f \"$p\" ] && kill -9 \"$(cat \"$p\")\" 2>/dev/null; rm -f \"$p\"; "
+            f"done; if command -v iptables >/dev/null; then for ch in {CHAIN}:OUTPUT {IN_CHAIN}:INPUT; do "
+            f"c=${{ch%:*}}; if iptables -w -n -L $c >/dev/null 2>&1; then iptables -w -D ${{ch#*:}} -j $c 2>/dev/null; "
+            f"iptables -w -F $c; iptables -w -X $c; fi; done; fi; true")
 
 
 PACKET = FaultKind(name="packet", start="packet", stop="heal-packet", stop_step="heal-packet", colour="#17becf",
                    make=Packet, targets=(ONE, MINORITY, MAJORITY, ALL), parse_start=parse_start,
                    parse_stop=parse_stop, host_cleanup=lambda base_dir: cleanup_script(base_dir + "/work"),
-                   description="tc netem on links (delay+jitter, loss, duplication, reordering, corruption, rate): "
+                   description="tc netem (or NFQUEUE and a shaper daemon where the kernel has no netem) on links (delay+jitter, loss, duplication, reordering, corruption, rate): "
                                "all links, the links of some nodes, or between nodes; heal-packet removes it")
