@@ -253,11 +253,12 @@ class Packet:
         if host in self.shaping:
             self._stop_shaper(host)
         self.shaping.add(host)
+        bound = f"bound queue {QUEUE}"
+        before = r.run(["cat", log], check=False).stdout.count(bound)  # the log is appended to
         r.start_daemon(SHAPER, argv, log)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            out = r.run(["cat", log], check=False).stdout
-            if f"bound queue {QUEUE}" in out:
+            if r.run(["cat", log], check=False).stdout.count(bound) > before:
                 return
             if not r.daemon_running(SHAPER):
                 break
@@ -331,5 +332,6 @@ def cleanup_script(work_dir: str) -> str:
 PACKET = FaultKind(name="packet", start="packet", stop="heal-packet", stop_step="heal-packet", colour="#17becf",
                    make=Packet, targets=(ONE, MINORITY, MAJORITY, ALL), parse_start=parse_start,
                    parse_stop=parse_stop, host_cleanup=lambda base_dir: cleanup_script(base_dir + "/work"),
-                   description="tc netem (or NFQUEUE and a shaper daemon where the kernel has no netem) on links (delay+jitter, loss, duplication, reordering, corruption, rate): "
-                               "all links, the links of some nodes, or between nodes; heal-packet removes it")
+                   description="tc netem (NFQUEUE and a shaper daemon where the kernel has no netem) on links "
+                               "(delay+jitter, loss, duplication, reordering, corruption, rate): all links, the "
+                               "links of some nodes, or between nodes; heal-packet removes it")

@@ -1,24 +1,25 @@
 """The packet fault's shaper for kernels without netem: one daemon per host,
 inside the host's network namespace, that takes the packets iptables sends to
-an NFQUEUE (on INPUT: the packets the host receives) and gives each its verdict later: held for delay +- jitter,
-released at once (out of order) for reordering, copied for duplication, with
-a flipped bit for corruption.
+an NFQUEUE (on INPUT: the packets the host receives) and gives each its
+verdict later: held for delay +- jitter, released at once (out of order) for
+reordering, copied for duplication, with a flipped bit for corruption.
 
     python3 packet_shaper.py --queue N [--delay-ms D --jitter-ms J --reorder P
                              --duplicate P --corrupt P --mark M --pidfile F --seed S]
 
 Standard library only, in one file, so it is copied to docker and ssh hosts
 that have nothing but python3. The PyPI binding NetfilterQueue can hold a
-packet and give its verdict later too, but it is a C extension over
-libnetfilter_queue: every host would need gcc, the Python headers and
-libnetfilter-queue-dev to build it. The netlink messages it would hide are
-four (bind, set copy mode, packet, verdict): about 60 lines of `struct` here.
+packet and give its verdict later too (1.x, `Packet.retain()`), but it is a
+C extension over libnetfilter_queue: every host would need gcc, the Python
+headers and libnetfilter-queue-dev to build it. The netlink it would hide is
+four messages (bind, copy mode, packet, verdict): `Queue` below, ~90 lines.
 
 Duplicates are sent through a raw IPv4 socket to the packet's own (local)
 destination, so they arrive a second time over loopback; they carry the
-mark M, which the fault's chain lets pass before its NFQUEUE rule. SIGTERM releases every held packet (accept) and exits;
-the kernel drops what is queued to a queue nobody listens on, so the fault
-removes its NFQUEUE rules (which carry --queue-bypass) before stopping this.
+mark M, which the fault's chain lets pass before its NFQUEUE rule. SIGTERM
+releases every held packet (accept) and exits; the kernel drops what is
+queued to a queue nobody listens on, so the fault removes its NFQUEUE rules
+(which carry --queue-bypass) before stopping this.
 """
 from __future__ import annotations
 
