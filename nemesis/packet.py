@@ -8,11 +8,12 @@ host's interface is netem; for chosen nodes, a prio qdisc sends packets to
 the chosen peers (u32 filters on the destination) through a netem band.
 
 Kernels built without netem (CONFIG_NET_SCH_NETEM unset, e.g. this
-project's development VM) get `loss` from iptables (`statistic` DROP in the
-chain REPLOG-PACKET) and `rate` from tbf / htb; delay with jitter,
-duplication, reordering and corruption come from NFQUEUE: the chain
-REPLOG-PACKET-IN (from INPUT) sends the faulted packets (`-i <link>`,
-`-s <peer>` for chosen nodes) to a queue that the host's shaper daemon
+project's development VM) get `rate` from tbf / htb and the rest from the
+chain REPLOG-PACKET-IN (from INPUT), on the faulted packets (`-i <link>`,
+`-s <peer>` for chosen nodes): `loss` is a `statistic` DROP (on receipt: a
+DROP on OUTPUT would fail the sender's connect or send with EPERM, not lose
+a packet); delay with jitter, duplication, reordering and corruption come
+from NFQUEUE, a queue that the host's shaper daemon
 (`nemesis/packet_shaper.py`, standard library, copied to the host and run
 with its python) reads, holds and releases. Those hosts shape what they
 receive, not what they send: a packet held on its sender's OUTPUT still
@@ -221,11 +222,11 @@ class Packet:
                 for a in addrs:
                     r.run(["tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
                            "match", "ip", "dst", f"{a}/32", "flowid", "1:20"])
-        if b.get("loss"):
-            _chain(r, CHAIN, "OUTPUT")
+        if b.get("loss"):  # dropped on receipt: a DROP on OUTPUT fails the sender's call (EPERM) instead
+            _chain(r, IN_CHAIN, "INPUT")
             for a in addrs or [None]:
-                dst = ["-d", a] if a else []
-                r.run(["iptables", "-w", "-A", CHAIN, "-o", dev, *dst, "-m", "statistic", "--mode", "random",
+                src = ["-s", a] if a else []
+                r.run(["iptables", "-w", "-A", IN_CHAIN, "-i", dev, *src, "-m", "statistic", "--mode", "random",
                        "--probability", f"{b['loss']:g}", "-j", "DROP"])
         if any(k in b for k in NETEM_ONLY):
             self._start_shaper(host, b)
