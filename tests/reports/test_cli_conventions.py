@@ -148,6 +148,17 @@ def _start_run(tmp_path: Path, subnet: str, time_limit: str) -> tuple[subprocess
     return proc, store
 
 
+def _stop(proc: subprocess.Popen, tmp_path: Path) -> None:
+    """A run the test gave up on is SIGKILLed, then `harness cleanup` removes
+    what it left (its namespaces and processes), as a user would."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(30)
+        env = dict(os.environ, PYTHONPATH=str(REPO), HARNESS_RUN_DIR=str(tmp_path / "runs"))
+        subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=tmp_path, env=env,
+                       capture_output=True, timeout=120)
+
+
 def _wait_for_ops(store: Path, proc: subprocess.Popen, n: int = 20) -> Path:
     """The run's history once the workload has written ``n`` lines."""
     deadline = time.monotonic() + 90
@@ -168,8 +179,7 @@ def test_ctrl_c_leaves_no_coroutine_unawaited(tmp_path, ops_before):
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=90)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _stop(proc, tmp_path)
     assert proc.returncode == 2, err
     assert "interrupted by SIGINT" in err
     assert "never awaited" not in err and "Task was destroyed" not in err, err
@@ -185,8 +195,7 @@ def test_latest_points_at_a_run_only_once_its_store_is_complete(tmp_path):
             assert not link.exists() or link.resolve() != run_dir.resolve(), "latest points at a running run"
         _out, err = proc.communicate(timeout=150)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _stop(proc, tmp_path)
     assert proc.returncode in (0, 1), err
     assert (store / "latest").resolve() == run_dir.resolve() == (run_dir.parent / "latest").resolve()
     assert (store / "latest" / "results.json").is_file()
