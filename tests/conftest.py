@@ -114,3 +114,20 @@ def pytest_sessionfinish(session, exitstatus):
             if reporter is not None:
                 reporter.write_line(f"linearizability disagrees with the log checker: {line}", red=True)
         session.exitstatus = 1
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (Playwright) for every browser test of the session."""
+    sys.path.insert(0, str(REPO / "tests" / "reports"))
+    from reports_browser import Browser, chromium_path
+
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("chromium is not installed (scripts/setup.sh installs it)")
+    pytest.importorskip("playwright", reason="playwright is not installed (pyproject test extra)")
+    b = Browser(exe)
+    try:
+        yield b
+    finally:
+        b.close()

@@ -35,20 +35,6 @@ def smoke(tmp_path_factory):
     return out, folders[-1], tmp
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from reports_browser import Browser, chromium_path
-    exe = chromium_path()
-    if exe is None:
-        pytest.skip("chromium is not installed (scripts/setup.sh installs it)")
-    pytest.importorskip("playwright", reason="playwright is not installed (pyproject test extra)")
-    b = Browser(exe)
-    try:
-        yield b
-    finally:
-        b.close()
-
-
 def test_smoke_exits_0(smoke):
     out, folder, _tmp = smoke
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

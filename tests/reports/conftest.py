@@ -1,4 +1,4 @@
-"""Shared fixtures of the report tests: synthetic stores and one headless Chromium (Playwright)."""
+"""Shared fixtures of the report tests: synthetic stores and their reports (the browser fixture is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import reports
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from reports_browser import Browser, chromium_path  # noqa: E402
 from reports_synthetic import make_store  # noqa: E402
 
 
@@ -44,19 +43,6 @@ def lossy_report(lossy_store) -> Path:
 @pytest.fixture(scope="session")
 def valid_report(valid_store) -> Path:
     return Path(reports.build_report(valid_store))
-
-
-@pytest.fixture(scope="session")
-def browser():
-    exe = chromium_path()
-    if exe is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    pytest.importorskip("playwright", reason="playwright is not installed (pyproject test extra)")
-    b = Browser(exe)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 @pytest.fixture(scope="session")
