@@ -275,14 +275,7 @@ class LazyState:
         """unlink / rmdir: the object moves to the trash until committed."""
         with self.lock:
             path = self.full(rel)
-            st = os.lstat(path)
-            if directory:
-                if not stat.S_ISDIR(st.st_mode):
-                    raise OSError(errno.ENOTDIR, rel)
-                if os.listdir(path):
-                    raise OSError(errno.ENOTEMPTY, rel)
-            elif stat.S_ISDIR(st.st_mode):
-                raise OSError(errno.EISDIR, rel)
+            _check_kind(path, os.lstat(path), rel, directory)
             trash = self._trash_name()
             os.rename(path, trash)
             self.undo.append(Undo("back", rel, (parent(rel),), trash=trash))
@@ -296,13 +289,7 @@ class LazyState:
                 s, d = os.lstat(src), os.lstat(dst)
                 if (s.st_dev, s.st_ino) == (d.st_dev, d.st_ino):
                     return  # POSIX: renaming a name onto another link of itself does nothing
-                if stat.S_ISDIR(d.st_mode):
-                    if not stat.S_ISDIR(s.st_mode):
-                        raise OSError(errno.EISDIR, new)
-                    if os.listdir(dst):
-                        raise OSError(errno.ENOTEMPTY, new)
-                elif stat.S_ISDIR(s.st_mode):
-                    raise OSError(errno.ENOTDIR, new)
+                _check_kind(dst, d, new, directory=stat.S_ISDIR(s.st_mode))
                 trash = self._trash_name()
                 os.rename(dst, trash)
             try:
@@ -412,3 +399,16 @@ class LazyState:
                 shutil.rmtree(p, ignore_errors=True)
             else:
                 os.unlink(p)
+
+
+def _check_kind(path: str, st: os.stat_result, rel: str, directory: bool) -> None:
+    """POSIX rules for removing or replacing the object at ``path``: a
+    directory must be asked for as one and be empty; a file must not be a
+    directory (ENOTDIR, ENOTEMPTY, EISDIR)."""
+    if directory:
+        if not stat.S_ISDIR(st.st_mode):
+            raise OSError(errno.ENOTDIR, rel)
+        if os.listdir(path):
+            raise OSError(errno.ENOTEMPTY, rel)
+    elif stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.EISDIR, rel)
