@@ -79,7 +79,9 @@ def test_consumer_reads_remote_segments_and_a_corrupt_one_is_an_error():
     assert [r[3] for r in answer["records"]] == ["m06", "m07", "m08"]
 
 
-def test_a_copy_cut_by_a_store_crash_is_abandoned_and_done_again():
+def copy_held_at_the_store() -> Simulator:
+    """Four acknowledged records on leader A, whose first segment copy is
+    held on its way to the store (the copy is under way)."""
     sim = Simulator("epoch", brokers=2, seed=1, config=dict(FAST, **{"local.retention.bytes": -1}),
                     keep_logs=True)
     sim.create_topic("log", 1, 2)
@@ -88,6 +90,11 @@ def test_a_copy_cut_by_a_store_crash_is_abandoned_and_done_again():
         op = sim.produce("log", 0, [f"m{n:02d}"], acks="all")
         assert sim.run_until(lambda: op.status == "ok", 5000)
     assert sim.run_until(lambda: sim.held(A, STORE), 2000)
+    return sim
+
+
+def test_a_copy_cut_by_a_store_crash_is_abandoned_and_done_again():
+    sim = copy_held_at_the_store()
     sim.crash(STORE)
     sim.unhold(A, STORE)
     sim.run_for(1000)                                      # the RLM tries every 200 ms
@@ -100,14 +107,7 @@ def test_a_copy_cut_by_a_store_crash_is_abandoned_and_done_again():
 
 
 def test_a_copy_under_way_when_leadership_moves_finishes_and_the_next_leader_copies_again():
-    sim = Simulator("epoch", brokers=2, seed=1, config=dict(FAST, **{"local.retention.bytes": -1}),
-                    keep_logs=True)
-    sim.create_topic("log", 1, 2)
-    sim.hold(A, STORE, P.PUT_OBJECT)
-    for n in range(4):
-        op = sim.produce("log", 0, [f"m{n:02d}"], acks="all")
-        assert sim.run_until(lambda: op.status == "ok", 5000)
-    assert sim.run_until(lambda: sim.held(A, STORE), 2000)
+    sim = copy_held_at_the_store()
     sim.partition(A, CTL)                                  # A's session expires: B leads
     assert sim.run_until(lambda: sim.leader("log", 0) == B and sim.replica(B).role == "leader", 10000)
     assert sim.run_until(lambda: finished(sim) == [(0, 2)], 3000)      # B's copy
