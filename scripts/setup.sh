@@ -32,12 +32,15 @@ if [ ! -x .venv/bin/python ]; then
     say "creating .venv"
     "$PY" -m venv .venv
 fi
-# Reinstall only when pyproject.toml changed since the last install.
+# Reinstall only when pyproject.toml changed since the last install: the stamp holds
+# its checksum (not its mtime, which a git checkout does not order reliably), so new
+# entry points (the registries of harness/registry.py) are always installed.
 stamp=.venv/.replog-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! .venv/bin/python -c "import harness" 2>/dev/null; then
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import harness" 2>/dev/null; then
     say "pip install -e .[test]"
     .venv/bin/pip install -q --upgrade pip >/dev/null
     .venv/bin/pip install -q -e ".[test]"
-    touch "$stamp"
+    echo "$want" > "$stamp"
 fi
 say "ready (.venv/bin/harness)"

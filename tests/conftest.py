@@ -116,9 +116,13 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium (Playwright) for every browser test of the session."""
+    """One headless Chromium (Playwright) per test module.
+
+    Module scope, not session: Playwright's sync API keeps an asyncio loop marked
+    running on the main thread until it stops, and every later test that calls
+    asyncio.run() would fail with "cannot be called from a running event loop"."""
     sys.path.insert(0, str(REPO / "tests" / "reports"))
     from reports_browser import Browser, chromium_path
 
