@@ -27,8 +27,12 @@ def _harness(args: list[str]) -> tuple[int, str]:
     return proc.returncode, out
 
 
+def _store(store_root):
+    return sorted(p for p in store_root.glob("*/2*") if p.is_dir())[-1]
+
+
 def _assert_valid_store(store_root, rc: int, out: str) -> None:
-    store = sorted(p for p in store_root.glob("*/2*") if p.is_dir())[-1]
+    store = _store(store_root)
     assert rc == 0, out[-3000:]
     assert json.loads((store / "results.json").read_text())["valid"] is True
     ops = read_history(store / "history.jsonl")
@@ -45,9 +49,13 @@ def _assert_valid_store(store_root, rc: int, out: str) -> None:
 def test_docker_backend_run_with_faults(docker_ready, tmp_path):
     rc, out = _harness(["--backend", "docker", "--seed", "11", "--store", str(tmp_path), *FAULT_ARGS])
     _assert_valid_store(tmp_path, rc, out)
+    # This run's own containers and network are gone (filtered by its run id: another
+    # suite on the same engine may have runs of its own up at this moment).
+    run_id = json.loads((_store(tmp_path) / "test.json").read_text())["run_id"]
     client = docker_client()
-    assert client.containers.list(all=True, filters={"label": LABEL_RUN}) == []
-    assert client.networks.list(filters={"label": LABEL_RUN}) == []
+    label = f"{LABEL_RUN}={run_id}"
+    assert client.containers.list(all=True, filters={"label": label}) == []
+    assert client.networks.list(filters={"label": label}) == []
 
 
 def test_ssh_backend_run_against_hosts_known_only_by_address(cluster, tmp_path):
