@@ -110,30 +110,39 @@ class JsonlOps:
         self.truncated = False  # set when the iteration skipped a cut-off last line
 
     def __iter__(self) -> Iterator[dict]:
-        path, loads, position = self.path, orjson.loads, 0
+        decode, position = self.decode, 0
         self.truncated = False
-        with open(path, "rb") as handle:
+        with open(self.path, "rb") as handle:
             for lineno, line in enumerate(handle, 1):
-                try:
-                    op = loads(line)
-                except orjson.JSONDecodeError:
-                    op = self._slow_decode(line, lineno)
-                    if op is None:  # a blank line, or the cut-off last line
-                        continue
-                # The common shape, checked without building messages; anything
-                # else goes through _check_op for the precise error.
-                if type(op) is not dict or op.get("type") not in OP_TYPES \
-                        or type(op.get("f")) is not str \
-                        or type(op.get("process")) not in (int, str):
-                    _check_op(op, f"{path}:{lineno}")
-                if "value" not in op:
-                    op["value"] = None
-                elif op["f"] == "poll" and type(op["value"]) is dict:
-                    op["value"] = _int_keys(op["value"])
-                if "index" not in op:
-                    op["index"] = position
-                position += 1
-                yield op
+                op = decode(line, lineno, position)
+                if op is not None:
+                    position += 1
+                    yield op
+
+    def decode(self, line: bytes, lineno: int, position: int) -> dict | None:
+        """One line -> its op (None for a blank or cut-off last line), or HistoryError.
+
+        `position` is the op's place among the ops (its index if it has none).
+        """
+        try:
+            op = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            op = self._slow_decode(line, lineno)
+            if op is None:  # a blank line, or the cut-off last line
+                return None
+        # The common shape, checked without building messages; anything
+        # else goes through _check_op for the precise error.
+        if type(op) is not dict or op.get("type") not in OP_TYPES \
+                or type(op.get("f")) is not str \
+                or type(op.get("process")) not in (int, str):
+            _check_op(op, f"{self.path}:{lineno}")
+        if "value" not in op:
+            op["value"] = None
+        elif op["f"] == "poll" and type(op["value"]) is dict:
+            op["value"] = _int_keys(op["value"])
+        if "index" not in op:
+            op["index"] = position
+        return op
 
     def _slow_decode(self, line: bytes, lineno: int) -> Any:
         """A line orjson refused: blank, cut off, or one only the json module reads."""

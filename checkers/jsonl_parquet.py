@@ -1,0 +1,148 @@
+"""A run's history.jsonl -> its Parquet tables, a block of lines at a time.
+
+Why: `harness check --engine spark` converts the history before any Spark job
+runs, and op by op (orjson, then the Flattener) that took over a minute for a
+10M-op history. Here the file is read in blocks of whole lines; each block is
+scanned into columns (`checkers.jsonl_scan`: the harness's own send and poll
+lines proven by one regex and cut up with numpy, any other line decoded by
+the reference reader), and flattened a run of lines at a time
+(`checkers.flatten_runs`), with the ops the reference must see one by one
+(resets, the final phase, lines of other shapes) fed to the reference
+Flattener in between. The rows are the reference's, in its order (a test
+converts every history the suite carries both ways).
+
+Blocks are scanned by one thread ahead of the one that flattens and writes:
+Arrow's kernels, numpy and the Parquet writer release the GIL, so the two
+cores both work. Memory is bounded by a few blocks plus CHUNK_ROWS rows per
+table, whatever the history's size.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Iterator
+
+from checkers.flatten_runs import RunFlattener
+from checkers.history import JsonlOps
+from checkers.jsonl_scan import Block, scan
+
+BLOCK_BYTES = 8 << 20
+AHEAD = 2  # blocks scanned ahead of the writer
+
+
+def read_blocks(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+    """(bytes of whole lines, line number of the first) in file order; the last
+    block holds whatever follows the last newline (a cut-off line)."""
+    lineno, carry = 1, b""
+    with open(path, "rb", buffering=0) as handle:
+        while True:
+            chunk = handle.read(block_bytes)
+            if not chunk:
+                if carry:
+                    yield carry, lineno
+                return
+            data = carry + chunk if carry else chunk
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                carry = data
+                continue
+            carry = data[cut:]
+            block = data[:cut] if carry else data
+            yield block, lineno
+            lineno += block.count(b"\n")
+
+
+def scanned_blocks(history: JsonlOps, block_bytes: int = BLOCK_BYTES) -> Iterator[Block]:
+    """The file's blocks scanned, in order (errors surface in line order)."""
+    position = 0
+    for data, lineno in read_blocks(history.path, block_bytes):
+        block = scan(data, lineno, position, history.decode)
+        position += len(block) - sum(op is None for op in block.others.values())
+        yield block
+
+
+def ahead(items: Iterator, depth: int = AHEAD) -> Iterator:
+    """Run an iterator in a thread, `depth` items ahead; its exceptions are re-raised here."""
+    box: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        box.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            box.put((done, None))
+        except BaseException as err:  # noqa: BLE001 - handed to the consumer
+            box.put((done, err))
+
+    thread = threading.Thread(target=produce, name="jsonl-scan", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, err = box.get()
+            if item is done:
+                if err is not None:
+                    raise err
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def feed_block(flattener: RunFlattener, block: Block, writers: dict) -> None:
+    """Flatten one block into the writers, in history order."""
+    if block.slow:
+        for line in range(len(block)):
+            op = block.others[line]
+            if op is not None:
+                _feed_op(flattener, op, writers)
+        return
+    for line, op in block.others.items():  # inert ops (nemesis, other fs): only counted
+        if op is not None and line not in block.active:
+            flattener.stats["ops"] += 1
+            flattener.stats[op.get("type")] += 1
+    lo = 0
+    for line in block.active + [len(block)]:
+        if line > lo:
+            sends, reads = flattener.feed_run(block, lo, line)
+            if sends is not None:
+                writers["sends"].add_columns(sends)
+            if reads is not None:
+                _take_reads(flattener, writers)
+                writers["reads"].add_columns(reads)
+        if line < len(block):
+            _feed_op(flattener, block.others[line], writers)
+        lo = line + 1
+
+
+def _feed_op(flattener: RunFlattener, op: dict, writers: dict) -> None:
+    sends, _ = flattener.feed(op)
+    if sends:
+        writers["sends"].add(sends)
+    if len(flattener.reads["key"]) >= writers["reads"].chunk_rows:
+        _take_reads(flattener, writers)
+
+
+def _take_reads(flattener: RunFlattener, writers: dict) -> None:
+    """Read rows the reference Flattener collected, into the writer before any later rows."""
+    if flattener.reads["key"]:
+        writers["reads"].add_columns(flattener.take_reads())
+
+
+def flatten_history(history: JsonlOps, writers: dict, block_bytes: int = BLOCK_BYTES) -> RunFlattener:
+    """Stream the history's rows into open writers; -> the flattener, for what is left
+    (open sends, ends, stats). Sets history.truncated as iterating it would."""
+    history.truncated = False
+    flattener = RunFlattener()
+    for block in ahead(scanned_blocks(history, block_bytes)):
+        feed_block(flattener, block, writers)
+    return flattener
