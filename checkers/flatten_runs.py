@@ -8,7 +8,7 @@ phase (a reset, the nemesis "final" op) and no op the scanner could not
 prove; within it every process's session and the phase are constant, so the
 bookkeeping becomes sorts and cumulative sums. The state carried between
 runs is the reference Flattener's own (pending, poll_invokes, sessions,
-stream_lengths, final_position, last_final, stats), so runs and single ops
+streams, final_position, last_final, stats), so runs and single ops
 fed to the reference code can alternate in any order and give its rows.
 """
 
@@ -159,7 +159,7 @@ class RunFlattener(_ColumnFlattener):
         }
 
     def _seq(self, session: np.ndarray, key: np.ndarray) -> np.ndarray:
-        """Each read's position in its (session, key) stream, continuing stream_lengths."""
+        """Each read's position in its (session, key) stream, continuing self.streams."""
         order = np.lexsort((np.arange(len(key)), key, session))
         s, k = session[order], key[order]
         new = np.ones(len(order), bool)
@@ -167,12 +167,13 @@ class RunFlattener(_ColumnFlattener):
         starts = np.flatnonzero(new)
         sizes = np.diff(np.append(starts, len(order)))
         base = np.zeros(len(starts), np.int64)
-        lengths = self.stream_lengths
+        session_of, counts = None, {}
         for g, (stream_s, stream_k, size) in enumerate(zip(s[starts].tolist(), k[starts].tolist(),
                                                           sizes.tolist())):
-            stream = (stream_s, stream_k)
-            base[g] = before = lengths.get(stream, 0)
-            lengths[stream] = before + size
+            if stream_s != session_of:
+                session_of, counts = stream_s, self.streams.of(stream_s)
+            base[g] = before = counts.get(stream_k, 0)
+            counts[stream_k] = before + size
         seq = np.empty(len(order), np.int64)
         seq[order] = np.repeat(base - starts, sizes) + np.arange(len(order))
         return seq

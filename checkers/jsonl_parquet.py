@@ -27,20 +27,20 @@ from checkers.flatten_runs import RunFlattener
 from checkers.history import JsonlOps
 from checkers.jsonl_scan import Block, scan
 
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 4 << 20
 AHEAD = 2  # blocks scanned ahead of the writer
 
 
-def read_blocks(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
-    """(bytes of whole lines, line number of the first) in file order; the last
-    block holds whatever follows the last newline (a cut-off line)."""
-    lineno, carry = 1, b""
+def read_blocks(path: str, block_bytes: int) -> Iterator[bytes]:
+    """Blocks of whole lines in file order; the last holds whatever follows the
+    last newline (a cut-off line)."""
+    carry = b""
     with open(path, "rb", buffering=0) as handle:
         while True:
             chunk = handle.read(block_bytes)
             if not chunk:
                 if carry:
-                    yield carry, lineno
+                    yield carry
                 return
             data = carry + chunk if carry else chunk
             cut = data.rfind(b"\n") + 1
@@ -48,16 +48,15 @@ def read_blocks(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[byt
                 carry = data
                 continue
             carry = data[cut:]
-            block = data[:cut] if carry else data
-            yield block, lineno
-            lineno += block.count(b"\n")
+            yield data[:cut] if carry else data
 
 
-def scanned_blocks(history: JsonlOps, block_bytes: int = BLOCK_BYTES) -> Iterator[Block]:
+def scanned_blocks(history: JsonlOps, block_bytes: int | None = None) -> Iterator[Block]:
     """The file's blocks scanned, in order (errors surface in line order)."""
-    position = 0
-    for data, lineno in read_blocks(history.path, block_bytes):
+    lineno, position = 1, 0
+    for data in read_blocks(history.path, block_bytes or BLOCK_BYTES):
         block = scan(data, lineno, position, history.decode)
+        lineno += len(block)
         position += len(block) - sum(op is None for op in block.others.values())
         yield block
 
@@ -100,6 +99,7 @@ def ahead(items: Iterator, depth: int = AHEAD) -> Iterator:
 
 def feed_block(flattener: RunFlattener, block: Block, writers: dict) -> None:
     """Flatten one block into the writers, in history order."""
+    flattener.streams.settle()  # sessions idle for a block are packed: memory stays flat
     if block.slow:
         for line in range(len(block)):
             op = block.others[line]
@@ -138,7 +138,7 @@ def _take_reads(flattener: RunFlattener, writers: dict) -> None:
         writers["reads"].add_columns(flattener.take_reads())
 
 
-def flatten_history(history: JsonlOps, writers: dict, block_bytes: int = BLOCK_BYTES) -> RunFlattener:
+def flatten_history(history: JsonlOps, writers: dict, block_bytes: int | None = None) -> RunFlattener:
     """Stream the history's rows into open writers; -> the flattener, for what is left
     (open sends, ends, stats). Sets history.truncated as iterating it would."""
     history.truncated = False

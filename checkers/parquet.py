@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -116,6 +117,39 @@ def open_writers(out_dir: str, run: str, tables=TABLES,
             for t in tables}
 
 
+class StreamCounts:
+    """Reads so far per (session, key) stream, for the `seq` column.
+
+    Why not one dict entry per stream: every consumer session times every key
+    it read is ~200 bytes of Python objects that only accumulate (a 10M-op
+    history held ~600 MB of them). Sessions not read from since the last
+    `settle()` are kept as two numpy arrays instead (16 bytes a stream) and
+    come back if the session reads again, so the counts stay exact.
+    """
+
+    def __init__(self) -> None:
+        self.live: dict[int, dict[int, int]] = {}  # session -> key -> reads so far
+        self.idle: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # session -> (keys, counts)
+        self.used: set[int] = set()
+
+    def of(self, session: int) -> dict[int, int]:
+        """The counts of one session's streams (key -> reads so far), to read and update."""
+        self.used.add(session)
+        counts = self.live.get(session)
+        if counts is None:
+            keys, numbers = self.idle.pop(session, ((), ()))
+            counts = self.live[session] = dict(zip(np.asarray(keys).tolist(), np.asarray(numbers).tolist()))
+        return counts
+
+    def settle(self) -> None:
+        """Pack the sessions not used since the last settle."""
+        for session in [s for s in self.live if s not in self.used]:
+            counts = self.live.pop(session)
+            self.idle[session] = (np.fromiter(counts.keys(), np.int64, len(counts)),
+                                  np.fromiter(counts.values(), np.int64, len(counts)))
+        self.used.clear()
+
+
 class _ColumnFlattener(Flattener):
     """Flattener whose read rows go straight into column lists, ready for pyarrow.
 
@@ -128,7 +162,7 @@ class _ColumnFlattener(Flattener):
     def __init__(self) -> None:
         super().__init__()
         self.reads = self._columns()
-        self.stream_lengths: dict[tuple, int] = {}  # (session, key) -> reads so far
+        self.streams = StreamCounts()
 
     @staticmethod
     def _columns() -> dict:
@@ -151,10 +185,10 @@ class _ColumnFlattener(Flattener):
             reads["session"].extend([session] * n)
             reads["invoke_index"].extend([invoke_index] * n)
             reads["final"].extend([final] * n)
-            stream = (session, int(key))
-            first = self.stream_lengths.get(stream, 0)
+            counts = self.streams.of(session)
+            first = counts.get(int(key), 0)
             reads["seq"].extend(range(first, first + n))
-            self.stream_lengths[stream] = first + n
+            counts[int(key)] = first + n
         return []
 
     def take_reads(self) -> dict:

@@ -54,6 +54,7 @@ def small_blocks(monkeypatch):
 
 def test_the_real_store_converts_to_the_same_tables(tmp_path, small_blocks):
     dumps, _ = read_dumps(STORE)
+    assert len(list(jsonl_parquet.scanned_blocks(iter_jsonl(STORE / "history.jsonl")))) > 100
     tables = convert_both(STORE / "history.jsonl", tmp_path, dumps)
     assert tables["reads"].num_rows == 3545 and tables["sends"].num_rows == 306
     assert tables["ends"].num_rows == 3 and tables["records"].num_rows > 0

@@ -1,0 +1,103 @@
+"""history.jsonl -> Parquet: ops/s and peak memory of the conversion, beside same-run baselines.
+
+    .venv/bin/python bench/history_to_parquet.py --ops 10000000 [--dir bench/out] [--baseline-ops 1000000]
+
+Writes (once, then reuses) a synthetic history of `ops` lines
+(`checkers.bench_history.generate_jsonl`, 1000 keys), converts it the way
+`harness check --engine spark` does (`parquet.write_run` over `iter_jsonl`,
+block-wise) in a child process of its own (so its peak RSS is its own), and
+in the same run measures two baselines on the first `baseline-ops` lines of
+the same file: the op-by-op reference conversion (orjson + Flattener, what
+ran before) and a plain `for line in f: json.loads(line)` read. Prints one
+JSON object: wall and CPU seconds, ops/s, peak RSS, ratios, load average.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def child(mode: str, path: str, out_dir: str, limit: int) -> dict:
+    """One measurement, in this (child) process."""
+    from checkers import parquet
+    from checkers.history import iter_jsonl
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    if mode == "convert":
+        reader = iter_jsonl(path)
+        ops = parquet.write_run(out_dir, "bench", reader, {})["ops"]
+    elif mode == "reference":
+        reader = iter_jsonl(path)
+        ops = parquet.write_run(out_dir, "bench", itertools.islice(iter(reader), limit), {})["ops"]
+    else:  # json.loads of each line, nothing else
+        ops = 0
+        with open(path, "rb") as handle:
+            for line in itertools.islice(handle, limit):
+                json.loads(line)
+                ops += 1
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {"ops": ops, "seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
+            "ops_per_s": round(ops / wall),
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+
+
+def measure(mode: str, path: Path, out_dir: Path, limit: int) -> dict:
+    shutil.rmtree(out_dir, ignore_errors=True)
+    load = os.getloadavg()[0]
+    done = subprocess.run([sys.executable, __file__, "--child", mode, str(path), str(out_dir), str(limit)],
+                          check=True, capture_output=True, text=True, cwd=REPO)
+    result = json.loads(done.stdout.splitlines()[-1])
+    return {**result, "load_avg_1m": [round(load, 2), round(os.getloadavg()[0], 2)]}
+
+
+def history(out: Path, ops: int, keys: int) -> tuple[Path, dict | None]:
+    from checkers.bench_history import generate_jsonl
+
+    path = out / f"history-{ops}-{keys}.jsonl"
+    if path.exists():
+        return path, None
+    out.mkdir(parents=True, exist_ok=True)
+    return path, generate_jsonl(str(path), ops, keys=keys)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=1000)
+    parser.add_argument("--baseline-ops", type=int, default=1_000_000)
+    parser.add_argument("--dir", default=str(REPO / "bench" / "out"))
+    parser.add_argument("--generate-only", action="store_true", help="write the history and stop")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        mode, path, out_dir, limit = args.child
+        print(json.dumps(child(mode, path, out_dir, int(limit))))
+        return
+    out = Path(args.dir)
+    path, generated = history(out, args.ops, args.keys)
+    report = {"history": str(path), "bytes": path.stat().st_size, "generated": generated}
+    if args.generate_only:
+        print(json.dumps(report, indent=1))
+        return
+    report["convert"] = measure("convert", path, out / "parquet", 0)
+    report["baseline_reference"] = measure("reference", path, out / "parquet-ref", args.baseline_ops)
+    report["baseline_json_loads"] = measure("json", path, out / "none", args.baseline_ops)
+    speed = report["convert"]["ops_per_s"]
+    report["speedup_vs_reference"] = round(speed / report["baseline_reference"]["ops_per_s"], 2)
+    report["speedup_vs_json_loads"] = round(speed / report["baseline_json_loads"]["ops_per_s"], 2)
+    shutil.rmtree(out / "parquet-ref", ignore_errors=True)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
