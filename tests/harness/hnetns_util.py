@@ -1,10 +1,12 @@
 """Helpers for tests that build real netns clusters."""
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -13,6 +15,26 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for networ
 
 def new_run_id() -> str:
     return "t" + secrets.token_hex(2) + "x"  # 6 chars, like the runner's ids
+
+
+def in_client_thread(cluster, coro_fn, *args):
+    """coro_fn(*args) in a fresh event loop on a thread inside the cluster's client
+    network (setns is per thread, so the test's own thread stays where it is)."""
+    box = {}
+
+    def target():
+        try:
+            cluster.enter_client_network()
+            box["value"] = asyncio.run(coro_fn(*args))
+        except BaseException as e:  # re-raised in the test's thread
+            box["error"] = e
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def tcp_probe(remote, host: str, port: int, timeout: float = 1.5) -> bool:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import threading
 
 import pytest
 
 from harness.cleanup import RunRecord, release
+from tests.harness.hnetns_util import in_client_thread
 from harness.cluster.netns import NetnsCluster
 from harness.sut import RunShape
 from systems.nats import SYSTEM
@@ -48,21 +48,7 @@ class NatsCluster:
 
     def run(self, coro_fn, *args):
         """coro_fn(*args) in a fresh event loop in a thread inside the client namespace."""
-        box = {}
-
-        def target():
-            try:
-                self.cluster.enter_client_network()
-                box["value"] = asyncio.run(coro_fn(*args))
-            except BaseException as e:  # re-raised in the test's thread
-                box["error"] = e
-
-        t = threading.Thread(target=target)
-        t.start()
-        t.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        return in_client_thread(self.cluster, coro_fn, *args)
 
 
 async def until(fn, timeout: float = 30.0, period: float = 0.25):

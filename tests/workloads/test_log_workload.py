@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
-from hnetns_util import leftovers, needs_root, new_run_id  # noqa: E402
+from hnetns_util import in_client_thread, leftovers, needs_root, new_run_id  # noqa: E402
 
 pytestmark = [needs_root, pytest.mark.timeout(180)]
 
@@ -25,24 +24,6 @@ from harness.cluster.netns import NetnsCluster  # noqa: E402
 from harness.history import HistoryWriter  # noqa: E402
 from harness.sut import RunShape  # noqa: E402
 from workloads.log import LogWorkload, WorkloadConfig  # noqa: E402
-
-
-def in_client_thread(cluster, coro_fn):
-    out = {}
-
-    def main():
-        try:
-            cluster.enter_client_network()
-            out["value"] = asyncio.run(coro_fn())
-        except BaseException as e:  # re-raised in the test thread
-            out["error"] = e
-
-    t = threading.Thread(target=main)
-    t.start()
-    t.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 def test_workload_semantics_across_a_crash(tmp_path):
