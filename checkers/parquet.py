@@ -19,6 +19,7 @@ stays flat for any history size.
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Iterable
 
 import numpy as np
@@ -120,34 +121,50 @@ def open_writers(out_dir: str, run: str, tables=TABLES,
 class StreamCounts:
     """Reads so far per (session, key) stream, for the `seq` column.
 
-    Why not one dict entry per stream: every consumer session times every key
-    it read is ~200 bytes of Python objects that only accumulate (a 10M-op
-    history held ~600 MB of them). Sessions not read from since the last
-    `settle()` are kept as two numpy arrays instead (16 bytes a stream) and
-    come back if the session reads again, so the counts stay exact.
+    Why not one dict of every stream: each consumer session times each key it
+    read is ~200 bytes of Python objects that only accumulate (crashed
+    consumers are replaced by new processes, new sessions; a 10M-op history
+    held ~600 MB of them, ~50 MB even as numpy arrays). Sessions not read from
+    since the last `settle()` go to an unlinked temporary file (16 bytes a
+    stream) and come back if the session reads again, so the counts stay
+    exact and memory holds only the sessions in use.
     """
 
     def __init__(self) -> None:
         self.live: dict[int, dict[int, int]] = {}  # session -> key -> reads so far
-        self.idle: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # session -> (keys, counts)
+        self.idle: dict[int, tuple[int, int]] = {}  # session -> (file offset, streams)
         self.used: set[int] = set()
+        self.spill = None
 
     def of(self, session: int) -> dict[int, int]:
         """The counts of one session's streams (key -> reads so far), to read and update."""
         self.used.add(session)
         counts = self.live.get(session)
         if counts is None:
-            keys, numbers = self.idle.pop(session, ((), ()))
-            counts = self.live[session] = dict(zip(np.asarray(keys).tolist(), np.asarray(numbers).tolist()))
+            counts = self.live[session] = self._unspill(*self.idle.pop(session, (0, 0)))
         return counts
 
     def settle(self) -> None:
-        """Pack the sessions not used since the last settle."""
+        """Move the sessions not used since the last settle to the file."""
         for session in [s for s in self.live if s not in self.used]:
             counts = self.live.pop(session)
-            self.idle[session] = (np.fromiter(counts.keys(), np.int64, len(counts)),
-                                  np.fromiter(counts.values(), np.int64, len(counts)))
+            if self.spill is None:
+                self.spill = tempfile.TemporaryFile()
+            at = self.spill.seek(0, os.SEEK_END)
+            self.spill.write(np.array([list(counts), list(counts.values())], np.int64).tobytes())
+            self.idle[session] = (at, len(counts))
         self.used.clear()
+
+    def _unspill(self, at: int, n: int) -> dict[int, int]:
+        if not n:
+            return {}
+        self.spill.seek(at)
+        keys, numbers = np.frombuffer(self.spill.read(16 * n), np.int64).reshape(2, n).tolist()
+        return dict(zip(keys, numbers))
+
+    def close(self) -> None:
+        if self.spill is not None:
+            self.spill.close()
 
 
 class _ColumnFlattener(Flattener):
@@ -207,6 +224,7 @@ def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict
     from checkers.history import JsonlOps
 
     writers = open_writers(out_dir, run, chunk_rows=chunk_rows)
+    flattener = None
     try:
         if isinstance(ops, JsonlOps):
             from checkers.jsonl_parquet import flatten_history
@@ -224,6 +242,8 @@ def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict
     finally:
         for writer in writers.values():
             writer.close()
+        if flattener is not None:
+            flattener.streams.close()
     return history_stats(flattener.stats)
 
 
