@@ -37,6 +37,17 @@ def _same_process(process: np.ndarray):
     return previous, order[new], order[last]
 
 
+def _pairing(block: Block, lines: np.ndarray):
+    """Of some lines' ops (all sends or all polls): process, type, index, each
+    process's first and last op, which are invocations, the previous op of the
+    same process (0 if none) and whether that one is an invocation."""
+    process, kind, index = block.process[lines], block.type[lines], block.index[lines]
+    previous, firsts, lasts = _same_process(process)
+    invoke = kind == INVOKE
+    prev = np.maximum(previous, 0)
+    return process, kind, index, firsts, lasts, invoke, prev, (previous >= 0) & invoke[prev]
+
+
 class RunFlattener(_ColumnFlattener):
     """A _ColumnFlattener that also takes runs of scanned lines (feed_run)."""
 
@@ -57,11 +68,7 @@ class RunFlattener(_ColumnFlattener):
     def _sends(self, block: Block, lines: np.ndarray) -> dict | None:
         if not len(lines):
             return None
-        process, kind, index = block.process[lines], block.type[lines], block.index[lines]
-        previous, firsts, lasts = _same_process(process)
-        invoke = kind == INVOKE
-        prev = np.maximum(previous, 0)
-        after_invoke = (previous >= 0) & invoke[prev]
+        process, kind, index, firsts, lasts, invoke, prev, after_invoke = _pairing(block, lines)
         # Invocations left open before the run: the reference's rows, at the first op.
         extra, handled = [], np.zeros(len(lines), bool)
         for at in firsts.tolist():
@@ -113,11 +120,8 @@ class RunFlattener(_ColumnFlattener):
     def _polls(self, block: Block, lines: np.ndarray, lo: int, hi: int) -> dict | None:
         if not len(lines):
             return None
-        process, kind, index = block.process[lines], block.type[lines], block.index[lines]
-        previous, firsts, lasts = _same_process(process)
-        invoke = kind == INVOKE
-        prev = np.maximum(previous, 0)
-        invoke_index = np.where((previous >= 0) & invoke[prev], index[prev], index)
+        process, kind, index, firsts, lasts, invoke, prev, after_invoke = _pairing(block, lines)
+        invoke_index = np.where(after_invoke, index[prev], index)
         for at in firsts.tolist():
             if not invoke[at]:
                 invoke_index[at] = self.poll_invokes.pop(str(process[at]), int(index[at]))
