@@ -67,20 +67,24 @@ def ahead(items: Iterator, depth: int = AHEAD) -> Iterator:
     stop = threading.Event()
     done = object()
 
+    def put(item, err) -> bool:
+        """Hand over one item, unless the consumer has gone (then False)."""
+        while not stop.is_set():
+            try:
+                box.put((item, err), timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce() -> None:
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        box.put((item, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(item, None):
                     return
-            box.put((done, None))
+            put(done, None)
         except BaseException as err:  # noqa: BLE001 - handed to the consumer
-            box.put((done, err))
+            put(done, err)
 
     thread = threading.Thread(target=produce, name="jsonl-scan", daemon=True)
     thread.start()

@@ -12,6 +12,7 @@ so that state crosses block boundaries everywhere.
 
 import json
 import random
+import threading
 
 import pyarrow.parquet as pq
 import pytest
@@ -244,3 +245,16 @@ def test_a_cut_off_last_line_is_skipped_and_reported(tmp_path, small_blocks):
     stats = parquet.write_run(str(tmp_path / "pq"), RUN, reader, {})
     assert reader.truncated and stats["ops"] == len(read_history(path)) == written
     convert_both(path, tmp_path / "both")
+
+
+def test_the_scan_thread_hands_over_its_error_and_ends_with_its_consumer():
+    def items():
+        yield from range(5)
+        raise HistoryError("h.jsonl:6: expected one JSON object per line (an op)")
+
+    with pytest.raises(HistoryError, match="h.jsonl:6: "):
+        list(jsonl_parquet.ahead(items(), depth=1))
+    early = jsonl_parquet.ahead(items(), depth=1)
+    assert next(early) == 0
+    early.close()  # the consumer gives up while the thread waits on a full queue
+    assert not [t for t in threading.enumerate() if t.name == "jsonl-scan"]
