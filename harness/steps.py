@@ -100,6 +100,8 @@ class Write:
     acks: str = "all"
     expect: str = "ok"
     parallel: bool = False
+    via: str | None = None        # a node reference the writer connects through
+    resolve: Callable[[str], Awaitable[str]] | None = None  # reference -> node (the scenario's roles)
     action: str = "write"
     index: int | None = None
     id: str | None = None
@@ -108,7 +110,11 @@ class Write:
         """The workload's scripted writes (one that had to be acknowledged and was not: StepError)."""
         if self.parallel:
             return {"writes": await ctx.workload.write_parallel(self.key, self.count, self.acks, self.index)}
-        return {"writes": await ctx.workload.write(self.key, self.count, self.acks, self.expect, self.index)}
+        via = None
+        if self.via is not None:
+            via = await self.resolve(self.via) if self.resolve else self.via
+        writes = await ctx.workload.write(self.key, self.count, self.acks, self.expect, self.index, via=via)
+        return {"writes": writes, **({"via": via} if via else {})}
 
 
 def label(step) -> str:

@@ -191,8 +191,11 @@ class DB(Protocol):
     def startup_problem(self) -> str | None:
         """One line if a process exited while starting (then waiting is pointless)."""
 
-    def client(self, request_timeout: float = 5.0) -> LogClient:
-        """A fresh client; connects to the endpoints lazily."""
+    def client(self, request_timeout: float = 5.0, prefer: str | None = None) -> LogClient:
+        """A fresh client; connects to the endpoints lazily. `prefer` names a node
+        whose endpoint the client connects through while it answers (a scenario's
+        `write: {via: ...}`: e.g. a NATS publish that sits in a paused server's
+        socket); a system whose clients always go to the leader may ignore it."""
 
     def endpoints(self) -> list[tuple[str, int]]:
         """Addresses the clients use (bootstrap)."""

@@ -56,10 +56,12 @@ class LogWorkload:
         self.writes: list[dict] = []  # scripted writes, for the scenario's findings
         self._writer = None
         self._writer_process = None
+        self._writer_via = None  # the node the writer was told to connect through (write via:)
         self._bursts: list[asyncio.Task] = []  # parallel writes still in flight
 
-    def client(self):
-        return self.db.client(self.cfg.request_timeout)
+    def client(self, prefer: str | None = None):
+        return self.db.client(self.cfg.request_timeout, prefer) if prefer else self.db.client(
+            self.cfg.request_timeout)
 
     def new_process(self) -> int:
         p = self._next_process
@@ -190,13 +192,20 @@ class LogWorkload:
         return True
 
     # -- scripted writes -----------------------------------------------------
-    async def write(self, key: int, count: int, acks: str, expect: str = "ok", step: int | None = None) -> list[dict]:
+    async def write(self, key: int, count: int, acks: str, expect: str = "ok", step: int | None = None,
+                    via: str | None = None) -> list[dict]:
         """`count` sends to key from the scenario's writer process. With expect
         "ok", a definite failure is retried twice after a metadata refresh (e.g.
         a stale leader; every try is in the history) and a send that is still
-        not acknowledged raises StepError (the scenario stops there, verdict unknown)."""
+        not acknowledged raises StepError (the scenario stops there, verdict unknown).
+        `via` (a node): the writer reconnects through that node first; later
+        writes without `via` keep that connection (while it lasts)."""
+        if via is not None and via != self._writer_via and self._writer is not None:
+            await self._writer.close()
+            self._writer = None
         if self._writer is None:
-            self._writer, self._writer_process = self.client(), self.new_process()
+            self._writer, self._writer_process = self.client(via), self.new_process()
+            self._writer_via = via
         await self._refresh_writer()
         done = []
         for _ in range(count):

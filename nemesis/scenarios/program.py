@@ -140,7 +140,8 @@ class ScenarioProgram:
                 yield FaultStep(step.fault, stop=step.stop, target=step.args, bind_as=step.bind_as, **common)
             elif step.action == "write":
                 a = step.args
-                yield Write(a.key, a.count, a.acks or self.scenario.acks, a.expect, parallel=a.parallel, **common)
+                yield Write(a.key, a.count, a.acks or self.scenario.acks, a.expect, parallel=a.parallel,
+                            via=a.via, resolve=self.resolve, **common)
             elif step.action == "wait":
                 yield Wait(step, self, **common)
             elif step.action == "sleep":

@@ -45,11 +45,16 @@ class WriteArgs(_Strict):
     acks: Literal["0", "1", "all"] | None = None  # None: the scenario's acks
     expect: Literal["ok", "any"] = "ok"  # "ok": a send that is not acknowledged fails the step
     parallel: bool = False   # all sends at once, one process each, not waited for (expect: any): a burst
+    # the writer connects through this node (a node, a name bound with `as`, or "leader of key K");
+    # later writes keep that connection while it lasts (see DB.client's `prefer`)
+    via: str | None = None
 
     @model_validator(mode="after")
     def _parallel_expects_any(self):
         if self.parallel and self.expect != "any":
             raise ValueError("parallel writes are not waited for: use expect: any")
+        if self.parallel and self.via is not None:
+            raise ValueError("via is for the scenario's one writer, not for parallel writes")
         return self
 
     @field_validator("acks", mode="before")

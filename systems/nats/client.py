@@ -94,8 +94,9 @@ class NatsLogClient:
     its server dies or stops answering pings), opened on first use."""
 
     def __init__(self, servers: list[str], request_timeout: float = 5.0, storage: str = "file",
-                 connect_timeout: float = 2.0):
+                 connect_timeout: float = 2.0, in_order: bool = False):
         self.servers = servers
+        self.in_order = in_order  # try servers in the given order (not nats-py's random pick)
         self.request_timeout = request_timeout
         self.storage = storage
         self.connect_timeout = connect_timeout
@@ -108,7 +109,8 @@ class NatsLogClient:
             return self.js
         try:
             self.nc = await nats.connect(
-                servers=self.servers, connect_timeout=self.connect_timeout, allow_reconnect=True,
+                servers=self.servers, dont_randomize=self.in_order,
+                connect_timeout=self.connect_timeout, allow_reconnect=True,
                 max_reconnect_attempts=-1, reconnect_time_wait=0.25, ping_interval=1, max_outstanding_pings=2,
                 error_cb=_quiet, disconnected_cb=_quiet_cb, reconnected_cb=_quiet_cb, closed_cb=_quiet_cb)
         except Exception as e:  # nothing was sent

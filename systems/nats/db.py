@@ -61,8 +61,15 @@ class NatsDb(NodeDaemons):
     def servers(self) -> list[str]:
         return [f"nats://{h}:{p}" for h, p in self.endpoints()]
 
-    def client(self, request_timeout: float = 5.0) -> NatsLogClient:
-        return NatsLogClient(self.servers(), request_timeout, storage=self.options.storage)
+    def client(self, request_timeout: float = 5.0, prefer: str | None = None) -> NatsLogClient:
+        """`prefer`: connect to that node's server first (others only when it fails),
+        so a scenario can have its writer's publishes go through a chosen server."""
+        servers = self.servers()
+        if prefer in self.nodes:
+            first = "nats://%s:%d" % self.address(prefer)
+            servers = [first] + [s for s in servers if s != first]
+        return NatsLogClient(servers, request_timeout, storage=self.options.storage,
+                             in_order=prefer in self.nodes)
 
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)

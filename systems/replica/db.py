@@ -48,8 +48,13 @@ class ReplicaDb(NodeDaemons):
         """Brokers, then the controller (topics are created through it)."""
         return [self.address(n) for n in self.nodes] + [self.address(self.controller)]
 
-    def client(self, request_timeout: float = 5.0) -> ReplicaLogClient:
-        return ReplicaLogClient(self.endpoints(), request_timeout)
+    def client(self, request_timeout: float = 5.0, prefer: str | None = None) -> ReplicaLogClient:
+        """`prefer` only orders the bootstrap list: requests go to each partition's leader."""
+        endpoints = self.endpoints()
+        if prefer in self.nodes:
+            first = self.address(prefer)
+            endpoints = [first] + [e for e in endpoints if e != first]
+        return ReplicaLogClient(endpoints, request_timeout)
 
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)

@@ -51,7 +51,14 @@ def test_sends_polls_and_inspector(nats3):
             rest = await client.poll(0, 4)
             end = await client.end_offset(0)
             meta = await client.metadata()
-            states = {n: await db.inspector.state(n) for n in db.nodes}
+            # A follower applies what the leader committed a moment later (under load
+            # more than a moment): wait until each node's state has all ten.
+            states = {}
+
+            async def all_applied():
+                states.update({n: await db.inspector.state(n) for n in db.nodes})
+                return all(st[0].leo == 10 for st in states.values())
+            await until(all_applied, timeout=15)
         finally:
             await client.close()
         return offsets, other, head, rest, end, meta, states
@@ -67,6 +74,27 @@ def test_sends_polls_and_inspector(nats3):
         assert state[0].role == ("leader" if node == leader else "follower")
         assert state[0].leader == leader
     assert set(states[leader][0].isr) == {"n1", "n2", "n3"}
+
+
+def test_a_preferred_node_is_the_server_the_client_talks_to(nats3):
+    """`write: {via: NODE}` in a scenario: the writer's connection is to that node's
+    server (every node once, so a random pick cannot pass by luck)."""
+    db = nats3.db
+
+    async def scenario():
+        await _ready(db)
+        connected = {}
+        for node in db.nodes:
+            client = db.client(prefer=node)
+            try:
+                await client.send(0, f"via-{node}")
+                connected[node] = client.nc.connected_url.hostname
+            finally:
+                await client.close()
+        return connected
+
+    connected = nats3.run(scenario)
+    assert connected == {node: db.address(node)[0] for node in db.nodes}
 
 
 def test_a_hole_in_the_stream_shows_as_an_offset_jump(nats3):
