@@ -177,10 +177,20 @@ class ScenarioProgram:
             return None
         return {int(k): m.as_json() for k, m in meta.items()}
 
-    async def resolve(self, ref_text: str) -> str:
+    async def resolve(self, ref_text: str, patience: float = 10.0) -> str:
+        """A node reference -> a node. A metadata request that gets no answer, or
+        an answer without the key (a NATS stream-info request can time out just
+        after a resume), is asked again for up to `patience` seconds: one lost
+        reply should not end the scenario as unknown."""
         ref = roles.parse_ref(ref_text, self.layout, set(self.ctx.aliases))
-        meta = {} if ref.kind in ("node", "alias") else (await self.metadata() or {})
-        return roles.resolve(ref, meta, self.ctx.aliases)
+        if ref.kind in ("node", "alias"):
+            return roles.resolve(ref, {}, self.ctx.aliases)
+        deadline = time.monotonic() + patience
+        while True:
+            meta = await self.metadata()
+            if (meta and ref.key in meta) or time.monotonic() >= deadline:
+                return roles.resolve(ref, meta or {}, self.ctx.aliases)
+            await asyncio.sleep(0.5)
 
     async def observe(self, ctx: RunContext, cond: conditions.Condition) -> conditions.Observation:
         meta_task = asyncio.create_task(self.metadata())
