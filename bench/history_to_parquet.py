@@ -8,8 +8,11 @@ Writes (once, then reuses) a synthetic history of `ops` lines
 block-wise) in a child process of its own (so its peak RSS is its own), and
 in the same run measures two baselines on the first `baseline-ops` lines of
 the same file: the op-by-op reference conversion (orjson + Flattener, what
-ran before) and a plain `for line in f: json.loads(line)` read. Prints one
-JSON object: wall and CPU seconds, ops/s, peak RSS, ratios, load average.
+ran before) and a plain `for line in f: json.loads(line)` read; and, as the
+option not taken, Arrow's multithreaded JSON reader parsing those lines
+(every field but `value`, which has no one type: a lower bound on that way).
+Prints one JSON object: wall and CPU seconds, ops/s, peak RSS, ratios, load
+average.
 """
 from __future__ import annotations
 
@@ -39,6 +42,18 @@ def child(mode: str, path: str, out_dir: str, limit: int) -> dict:
     elif mode == "reference":
         reader = iter_jsonl(path)
         ops = parquet.write_run(out_dir, "bench", itertools.islice(iter(reader), limit), {})["ops"]
+    elif mode == "arrow_json":  # Arrow's C++ JSON reader, the fields but value (it has no one type)
+        import io
+
+        import pyarrow as pa
+        from pyarrow import json as arrow_json
+
+        with open(path, "rb") as handle:
+            data = b"".join(itertools.islice(handle, limit))
+        schema = pa.schema([("index", pa.int64()), ("time", pa.int64()), ("type", pa.string()),
+                            ("f", pa.string())])
+        options = arrow_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        ops = arrow_json.read_json(io.BytesIO(data), parse_options=options).num_rows
     else:  # json.loads of each line, nothing else
         ops = 0
         with open(path, "rb") as handle:
@@ -92,6 +107,7 @@ def main() -> None:
     report["convert"] = measure("convert", path, out / "parquet", 0)
     report["baseline_reference"] = measure("reference", path, out / "parquet-ref", args.baseline_ops)
     report["baseline_json_loads"] = measure("json", path, out / "none", args.baseline_ops)
+    report["option_arrow_json_reader"] = measure("arrow_json", path, out / "none", args.baseline_ops)
     speed = report["convert"]["ops_per_s"]
     report["speedup_vs_reference"] = round(speed / report["baseline_reference"]["ops_per_s"], 2)
     report["speedup_vs_json_loads"] = round(speed / report["baseline_json_loads"]["ops_per_s"], 2)

@@ -11,6 +11,25 @@ the reference reader), and flattened a run of lines at a time
 Flattener in between. The rows are the reference's, in its order (a test
 converts every history the suite carries both ways).
 
+Why this way, measured on this 2-core machine (bench/history_to_parquet.py,
+a 1M-op synthetic history of 128 MB, load average ~5, CPU seconds):
+- op by op, orjson + the Flattener (the reference, before): 6.7 s, 137k ops/s;
+- `json.loads` of each line and nothing else: 3.2 s;
+- Arrow's C++ JSON reader, every field but `value` (which has no one type:
+  a list, a list of a list, an object with a key per log key): 1.4 s for
+  parsing alone, values still to do;
+- orjson alone on each line: ~1.0 s; the rest of the reference's 6.7 s is
+  the Python that walks each decoded op, and split over two processes (byte
+  ranges, then a merge of per-process state) that would still be ~3.4 s of
+  wall time, more than this way takes in CPU;
+- Arrow's RE2 with capture groups (extract_regex) to cut fields: 1.4 s per
+  1M lines, against 0.22 s for a match-only pass (hence numpy for the cut);
+- this way, parsing, bookkeeping and Parquet: 2.4 s, 419k ops/s; a 10M-op
+  history converts in 28.5 s (350k ops/s), 20M ops in 49.8 s, at load 4-5.
+Spark's JSON reader was not measured: a JVM on two cores takes ~30 s to start
+(tests/checkers/conftest.py), half the budget, and the bookkeeping would
+still be sequential.
+
 Blocks are scanned by one thread ahead of the one that flattens and writes:
 Arrow's kernels, numpy and the Parquet writer release the GIL, so the two
 cores both work. Memory is bounded by a few blocks plus CHUNK_ROWS rows per
@@ -110,8 +129,9 @@ def feed_block(flattener: RunFlattener, block: Block, writers: dict) -> None:
             if op is not None:
                 _feed_op(flattener, op, writers)
         return
+    active = set(block.active)
     for line, op in block.others.items():  # inert ops (nemesis, other fs): only counted
-        if op is not None and line not in block.active:
+        if op is not None and line not in active:
             flattener.stats["ops"] += 1
             flattener.stats[op.get("type")] += 1
     lo = 0

@@ -218,7 +218,7 @@ def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict
     """Stream a history and dumps into one run's Parquet dir; -> the history stats.
 
     A `JsonlOps` (iter_jsonl) goes the block-wise way (`checkers.jsonl_parquet`,
-    ~5x faster); any other iterable of ops is fed op by op. Memory stays flat
+    ~3x faster); any other iterable of ops is fed op by op. Memory stays flat
     either way: rows leave in chunks of CHUNK_ROWS.
     """
     from checkers.history import JsonlOps

@@ -14,7 +14,7 @@ Parquet under `<store>/parquet/` and runs `checkers.spark_check` (on
 Parquet tables are written once: `parquet/made.json` records the sources
 they came from (history and dump sizes and times), and a later check reuses
 them while those are unchanged (`checkers.jsonl_parquet` converts a 10M-op history in
-about 20 s; bench/history_to_parquet.py).
+under 30 s; bench/history_to_parquet.py).
 """
 
 from __future__ import annotations
