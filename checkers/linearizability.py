@@ -132,10 +132,15 @@ def _decode_op(op: dict) -> None:
 
 
 def result(per_key: list[tuple[int, dict]], engine: str, seconds: float,
-           time_limit: float | None) -> dict:
-    """Per-key verdicts -> the checker result (the same merge as `harness check-history`)."""
+           time_limit: float | None, settled: tuple[int, int, int] = (0, 0, 0)) -> dict:
+    """Per-key verdicts -> the checker result (the same merge as `harness check-history`).
+
+    settled: (keys, calls, configs) of keys found linearizable without a search
+    (`checkers.spark_sequential`), counted as the search would count them."""
     per_key = sorted(per_key, key=lambda item: item[0])
     merged = merge_results(per_key, MODEL, engine)
+    for name, count in zip(("keys", "calls", "configs"), settled):
+        merged[name] += count
     merged.pop("counterexample", None)  # results.json lists them all under counterexamples
     merged.pop("engine")  # results.json names the engine once, at the top
     merged["seconds"] = round(seconds, 3)
@@ -152,16 +157,21 @@ def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple],
     started = time.monotonic()
     limit = time_limit_default() if time_limit is None else time_limit
     deadline_epoch = time.time() + limit
+    per_key = [(key, check_key(key, *rows, deadline_epoch))
+               for key, rows in flat_keys(sends, reads, ends)]
+    return result(per_key, "local", time.monotonic() - started, limit)
+
+
+def flat_keys(sends: list[tuple], reads: list[tuple], ends: list[tuple]):
+    """-> [(key, (sends, reads, end))] in key order: the arguments of `key_calls` per key."""
     by_key: dict[int, tuple[list, list, Any]] = defaultdict(lambda: ([], [], None))
     for key, value, offset, kind, process, inv, done in sends:
         by_key[key][0].append((value, offset, kind, process, inv, done))
     for key, offset, value, process, index, _pos, _session, inv, _final in reads:
         by_key[key][1].append((offset, value, process, index, inv))
     ends_by_key = {row[0]: tuple(row[1:]) for row in ends}
-    keys = sorted(set(by_key) | set(ends_by_key))
-    per_key = [(key, check_key(key, by_key[key][0], by_key[key][1], ends_by_key.get(key),
-                               deadline_epoch)) for key in keys]
-    return result(per_key, "local", time.monotonic() - started, limit)
+    return [(key, (by_key[key][0], by_key[key][1], ends_by_key.get(key)))
+            for key in sorted(set(by_key) | set(ends_by_key))]
 
 
 def same_verdicts(checkers: dict) -> dict:

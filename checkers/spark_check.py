@@ -30,8 +30,8 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
         log = spark_log.results(tables, top)
         diff = spark_diff.results(tables, top, complete)
+        linear = spark_linear.check_runs(tables, time_limit)
     finally:
         tables.release()
-    linear = spark_linear.check_runs(tables, time_limit)
     return {run: {"log": log[run], "replica-diff": diff[run], "linearizability": linear[run]}
             for run in runs}

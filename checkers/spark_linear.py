@@ -6,6 +6,11 @@ reads and ends tables of every run are unioned into one narrow frame,
 grouped by k (run, key), and each group is handed to the search as one Arrow
 table (`applyInArrow`: columnar hand-off, no pickled rows). Only one JSON
 text per key comes back to the driver.
+
+Keys whose calls are in plain real-time order and legal
+(`checkers.spark_sequential`) are decided in the JVM and never shipped: only
+their count, calls and configs per run come back. They are most keys of a
+quiet run and every key of the bench's sequential history.
 """
 
 from __future__ import annotations
@@ -18,22 +23,24 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.linearizability import check_key, result, time_limit_default
+from checkers.spark_sequential import settled_keys
 from checkers.spark_tables import KEY_BITS, KEY_LIMIT, Tables, key_in_run, run_of
 
 SEND, READ, END = 0, 1, 2
 OUT_SCHEMA = "k bigint, found string"
 
 
-def _rows(tables: Tables) -> DataFrame:
-    """k, kind, value, offset, type, process, a (invocation), b (completion) of every call row."""
+def _rows(tables: Tables, only: set[int]) -> DataFrame:
+    """k, kind, value, offset, type, process, a (invocation), b (completion) of every call
+    row of the keys `only`."""
     none = F.lit(None)
-    sends = tables._keyed("sends").select(
+    sends = tables._keyed("sends", only).select(
         "k", F.lit(SEND).alias("kind"), "value", "offset", "type", "process",
         F.col("invoke_index").alias("a"), F.col("complete_index").alias("b"))
-    reads = tables._keyed("reads").select(
+    reads = tables._keyed("reads", only).select(
         "k", F.lit(READ).alias("kind"), "value", "offset", none.cast("string").alias("type"),
         "process", F.col("invoke_index").alias("a"), F.col("index").alias("b"))
-    ends = tables._keyed("ends").select(
+    ends = tables._keyed("ends", only).select(
         "k", F.lit(END).alias("kind"), none.cast("string").alias("value"),
         F.col("end_offset").alias("offset"), none.cast("string").alias("type"),
         none.cast("string").alias("process"), F.col("invoke_index").alias("a"),
@@ -70,29 +77,42 @@ def _search_rows(search, item) -> tuple[int, str]:
     return k, search(table).column("found")[0].as_py()
 
 
+def _search(rows: DataFrame, search) -> list:
+    """Rows of the keys to search -> [{rid, k, found}], one per key."""
+    try:
+        import pandas  # noqa: F401 - applyInArrow checks for it
+    except ImportError:  # a venv set up before pandas was a dependency: rows as pickles
+        return [{"rid": run_of_k(k), "k": k, "found": found}
+                for k, found in rows.rdd.map(lambda row: (row["k"], tuple(row)))
+                .groupByKey().map(lambda item: _search_rows(search, item)).collect()]
+    return (rows.groupBy("k").applyInArrow(search, OUT_SCHEMA)
+            .select(run_of(F.col("k")).alias("rid"), "k", "found").collect())
+
+
 def run_of_k(k: int) -> int:
     return (k + KEY_LIMIT) >> KEY_BITS
 
 
 def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dict]:
-    """-> {run: linearizability result} for every run of `tables`."""
+    """-> {run: linearizability result} for every run of `tables` (before tables.release())."""
     from checkers.linear.spark import _ship_package
 
     started = time.monotonic()
     limit = time_limit_default() if time_limit is None else time_limit
     _ship_package(tables.spark.sparkContext)
     search = _searcher(time.time() + limit)
-    try:
-        import pandas  # noqa: F401 - applyInArrow checks for it
-    except ImportError:  # a venv set up before pandas was a dependency: rows as pickles
-        found = [{"rid": run_of_k(k), "k": k, "found": found}
-                 for k, found in _rows(tables).rdd.map(lambda row: (row["k"], tuple(row)))
-                 .groupByKey().map(lambda item: _search_rows(search, item)).collect()]
-    else:
-        found = (_rows(tables).groupBy("k").applyInArrow(search, OUT_SCHEMA)
-                 .select(run_of(F.col("k")).alias("rid"), "k", "found").collect())
+    settled = tables._cache(settled_keys(tables))
+    calls = F.col("calls")
+    summary = {tables.runs[row["rid"]]: (row["keys"], row["calls"], row["configs"]) for row in
+               settled.where(F.col("sequential")).groupBy(run_of(F.col("k")).alias("rid"))
+               .agg(F.count("*").alias("keys"), F.sum(calls).alias("calls"),
+                    F.sum(F.when(calls > 0, calls + 1).otherwise(0)).alias("configs"))
+               .collect()}
+    searched = {row["k"] for row in settled.where(~F.col("sequential")).select("k").collect()}
+    found = _search(_rows(tables, searched), search) if searched else []
     per_run: dict[str, list] = {run: [] for run in tables.runs}
     for row in found:
         per_run[tables.runs[row["rid"]]].append((key_in_run(row["k"]), json.loads(row["found"])))
     seconds = time.monotonic() - started
-    return {run: result(per_key, "spark", seconds, limit) for run, per_key in per_run.items()}
+    return {run: result(per_key, "spark", seconds, limit, summary.get(run, (0, 0, 0)))
+            for run, per_key in per_run.items()}

@@ -85,31 +85,9 @@ def _value_sets(tables: Tables) -> DataFrame:
                  "t": F.col("value")})
 
 
-# Suspect streams are broadcast to filter the reads before the shuffle; past
-# this many, every stream is walked (a run that broken needs no shortcut).
-SUSPECT_STREAMS_LIMIT = 100_000
-
-
-def _suspect_streams(tables: Tables) -> DataFrame | None:
-    """(k, session) streams that are not one run of consecutive offsets, or None for all.
-
-    A stream whose offset - seq is constant reads consecutive offsets in
-    order: every pair has delta 1 and nothing to report. One aggregation
-    (combined map-side) finds the rest, usually none.
-    """
-    drift = F.col("offset") - F.col("seq")
-    suspects = (tables.raw("reads").groupBy("k", "session")
-                .agg(F.min(drift).alias("lo"), F.max(drift).alias("hi"))
-                .where(F.col("lo") != F.col("hi")).select("k", "session")
-                .limit(SUSPECT_STREAMS_LIMIT + 1).collect())
-    if len(suspects) > SUSPECT_STREAMS_LIMIT:
-        return None
-    return tables.spark.createDataFrame(suspects, "k bigint, session bigint")
-
-
 def _poll_order(tables: Tables) -> DataFrame | None:
     """Consecutive reads of suspect streams, by rank among the key's known offsets."""
-    suspects = _suspect_streams(tables)
+    suspects = tables.suspect_streams
     if suspects is not None and suspects.isEmpty():
         return None
     stream = Window.partitionBy("k", "session").orderBy("index", "pos")

@@ -43,6 +43,9 @@ KEY_LIMIT = 1 << (KEY_BITS - 1)
 # small enough for every task's sort and hash buffers in a 2 GiB driver.
 ROWS_PER_PARTITION = 2_000_000
 CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
+# Suspect streams are broadcast to filter the reads before the shuffle; past
+# this many, every stream is walked (a run that broken needs no shortcut).
+SUSPECT_STREAMS_LIMIT = 100_000
 
 
 def input_rows(run_dirs: list[str]) -> int:
@@ -180,6 +183,25 @@ class Tables:
         return self._partitioned(self.raw("records").join(hws, ["k", "node"], "left").select(
             "k", "offset", "vid", "vtext", "epoch",
             F.coalesce(F.col("offset") < F.col("hw"), F.lit(False)).alias("committed")))
+
+    @functools.cached_property
+    def suspect_streams(self) -> DataFrame | None:
+        """(k, session) read streams that are not one run of consecutive offsets, or None for
+        all (more than SUSPECT_STREAMS_LIMIT). Computed once: the poll-order check walks only
+        these, and the linearizability shortcut skips their keys.
+
+        A stream whose offset - seq is constant reads consecutive offsets in
+        order: every pair has delta 1 and nothing to report. One aggregation
+        (combined map-side) finds the rest, usually none.
+        """
+        drift = F.col("offset") - F.col("seq")
+        suspects = (self.raw("reads").groupBy("k", "session")
+                    .agg(F.min(drift).alias("lo"), F.max(drift).alias("hi"))
+                    .where(F.col("lo") != F.col("hi")).select("k", "session")
+                    .limit(SUSPECT_STREAMS_LIMIT + 1).collect())
+        if len(suspects) > SUSPECT_STREAMS_LIMIT:
+            return None
+        return self.spark.createDataFrame(suspects, "k bigint, session bigint")
 
     @functools.cached_property
     def texts(self) -> DataFrame | None:

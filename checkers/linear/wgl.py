@@ -12,6 +12,17 @@ already explored is never explored again; the set is a bitset in a Python
 int.  A deadline and a cap on cached configurations turn a search that is
 too large into an ``unknown`` verdict instead of a hang.
 
+Windows: where every call invoked so far has completed (none indefinite)
+before the next is invoked, the search cannot be inside a call, so it goes
+through the calls window by window, and never comes back into a window once
+it has left it but to fail (its configurations at the cut are cached). So a
+key is searched window by window, each with its own small bitset, from the
+state the previous window ended in; a window of one call is just a step
+(a key whose calls never overlap is stepped through in real-time order).
+Same exploration, so the same valid verdict and counts; if a window fails
+from that state, the whole key is searched again as one (only that gives
+the counterexample and the counts of the backtracking into earlier windows).
+
 The counterexample is taken at the furthest point of the history the
 search reached: the call whose completion it could not get past (no order
 of the calls before it lets this one take effect in time), and the longest
@@ -74,6 +85,54 @@ def _earlier_twins(calls: list[Call]) -> list[int]:
     return twin
 
 
+def windows(calls: list[Call]) -> list[list[int]]:
+    """Call indices cut into windows: a window ends where every call invoked so far has
+    completed (none indefinite) before the next call is invoked. In list order inside."""
+    order = sorted(range(len(calls)), key=lambda i: calls[i].invoke_pos)
+    out: list[list[int]] = []
+    done = None  # latest completion so far; "open" once an indefinite call is in
+    for i in order:
+        call = calls[i]
+        if out and done != "open" and call.invoke_pos > done:
+            out[-1].sort()
+            out.append([i])
+        elif out:
+            out[-1].append(i)
+        else:
+            out.append([i])
+        if call.complete_pos is None or done == "open":
+            done = "open"
+        elif done is None or call.complete_pos > done:
+            done = call.complete_pos
+    if out:
+        out[-1].sort()
+    return out
+
+
+def _by_windows(model: Model, calls: list[Call], deadline: float | None,
+                max_configs: int) -> dict | None:
+    """The valid result, searched window by window; None if some window fails or stops."""
+    state = model.initial()
+    configs = 1
+    bad = INCONSISTENT
+    for window in windows(calls):
+        if deadline is not None and time.monotonic() > deadline:
+            return None  # the whole search then says unknown, as it would have
+        call = calls[window[0]]
+        if len(window) == 1 and call.complete_pos is not None \
+                and call.complete_pos >= call.invoke_pos:
+            state = model.step(state, call.f, call.value)
+            if state is bad:
+                return None
+            configs += 1
+            continue
+        found, state = _search(model, [calls[i] for i in window], deadline, max_configs, state)
+        if found["valid"] is not True:
+            return None
+        configs += found["configs"] - 1
+    return {"valid": True, "calls": len(calls), "configs": configs}
+
+
 def check_calls(
     model: Model,
     calls: list[Call],
@@ -88,9 +147,24 @@ def check_calls(
     partial linearization, in order), ``concurrent`` (the calls whose intervals
     overlap the failed one's) and ``state`` (the model state after the prefix).
     """
-    n = len(calls)
-    if n == 0:
+    if not calls:
         return {"valid": True, "calls": 0, "configs": 0}
+    return (_by_windows(model, calls, deadline, max_configs)
+            or search(model, calls, deadline, max_configs))
+
+
+def search(model: Model, calls: list[Call], deadline: float | None = None,
+           max_configs: int = DEFAULT_MAX_CONFIGS) -> dict:
+    """The WGL search over all calls at once (`check_calls` without windows)."""
+    if not calls:
+        return {"valid": True, "calls": 0, "configs": 0}
+    return _search(model, calls, deadline, max_configs, model.initial())[0]
+
+
+def _search(model: Model, calls: list[Call], deadline: float | None, max_configs: int,
+            state: Any) -> tuple[dict, Any]:
+    """The search from `state`; -> (result, the state a valid search ended in)."""
+    n = len(calls)
     # a cached config costs a set slot, a tuple and an n-bit int: ~120 + n/8 bytes
     max_configs = min(max_configs, MEMORY_BUDGET // (120 + n // 8))
     # Entries: 0 is the head; call i has entry 2i+1 (call) and 2i+2 (return).
@@ -118,7 +192,6 @@ def check_calls(
     step = model.step
     bad = INCONSISTENT
 
-    state = model.initial()
     linearized = 0
     stack: list[tuple[int, Any]] = []  # (call entry, state before it)
     cache = {(0, state)}
@@ -130,9 +203,11 @@ def check_calls(
         steps += 1
         if steps % _CHECK_EVERY == 0:
             if deadline is not None and time.monotonic() > deadline:
-                return {"valid": "unknown", "reason": "time-limit", "calls": n, "configs": len(cache)}
+                return {"valid": "unknown", "reason": "time-limit", "calls": n,
+                        "configs": len(cache)}, None
             if len(cache) > max_configs:
-                return {"valid": "unknown", "reason": "memory-limit", "calls": n, "configs": len(cache)}
+                return {"valid": "unknown", "reason": "memory-limit", "calls": n,
+                        "configs": len(cache)}, None
         i = (entry - 1) >> 1
         if entry & 1:  # a call entry
             j = twin[i]
@@ -162,7 +237,7 @@ def check_calls(
             entry = nxt[entry]
         else:  # a return entry of a call not yet linearized
             if indefinite[i]:
-                return {"valid": True, "calls": n, "configs": len(cache)}
+                return {"valid": True, "calls": n, "configs": len(cache)}, state
             reach = (calls[i].complete_pos, len(stack))
             if reach > best_reach:
                 best_reach = reach
@@ -184,7 +259,7 @@ def check_calls(
                 prv[q] = entry
             entry = nxt[entry]
     if entry == -1:
-        return {"valid": True, "calls": n, "configs": len(cache)}
+        return {"valid": True, "calls": n, "configs": len(cache)}, state
     order, failed, final_state = best
     return {
         "valid": False,
@@ -194,7 +269,7 @@ def check_calls(
         "linearized": [_op_summary(calls[k]) for k in order],
         "concurrent": [_op_summary(calls[k]) for k in _concurrent(calls, failed)],
         "state": model.describe(final_state),
-    }
+    }, None
 
 
 MAX_CONCURRENT = 50

@@ -94,10 +94,30 @@ def test_bench_generator_runs_agree(tmp_path, inject):
     agree(log, linear)
 
 
+def overlapped(ops: list[dict]) -> list[dict]:
+    """The same calls, each completion moved past the next invocation of another process:
+    every call overlaps its neighbour, so no key is in plain real-time order (the search runs)."""
+    out, held = [], None
+    for op in ops:
+        if op["type"] == "invoke" and held is not None and held["process"] != op["process"]:
+            out += [op, held]
+            held = None
+            continue
+        if held is not None:
+            out.append(held)
+            held = None
+        if op["type"] != "invoke" and isinstance(op["process"], int):
+            held = op
+        else:
+            out.append(op)
+    out += [held] if held is not None else []
+    return [{**op, "index": i} for i, op in enumerate(out)]
+
+
 def test_the_time_limit_stops_the_search_and_says_unknown(tmp_path):
     path = tmp_path / "history.jsonl"
     write_history(str(path), 9000, keys=3)  # three keys: thousands of search steps each
-    flat = flatten(read_history(path))
+    flat = flatten(overlapped(read_history(path)))
     linear = linearizability.check_flat(flat[0], flat[1], flat.ends, time_limit=0.0)
     assert linear["valid"] == "unknown"
     assert linear["unknown_keys"] == [0, 1, 2] and linear["reason"] == ["time-limit (0 s)"]
