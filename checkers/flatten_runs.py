@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from checkers.flatten import encode_value
 from checkers.jsonl_scan import INVOKE, OK, OTHER, POLL, SEND, TYPE_NAMES, Block, ranges
-from checkers.parquet import _ColumnFlattener
+from checkers.column_flatten import ColumnFlattener
 
 _TYPE_TEXT = pa.array(TYPE_NAMES)
 
@@ -48,8 +48,8 @@ def _pairing(block: Block, lines: np.ndarray):
     return process, kind, index, firsts, lasts, invoke, prev, (previous >= 0) & invoke[prev]
 
 
-class RunFlattener(_ColumnFlattener):
-    """A _ColumnFlattener that also takes runs of scanned lines (feed_run)."""
+class RunFlattener(ColumnFlattener):
+    """A ColumnFlattener that also takes runs of scanned lines (feed_run)."""
 
     def feed_run(self, block: Block, lo: int, hi: int) -> tuple[dict | None, dict | None]:
         """Consume the proven lines lo..hi-1 of a block (no active OTHER line among
