@@ -407,7 +407,7 @@ def _gib(n):
 
 def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "bench/out",
               master: str | None = None, local_max_ops: int = 1_000_000, inject: int = 1,
-              seed: int = 0, progress=None) -> dict:
+              seed: int = 0, progress=None, repeat: int = 1, jsonl_sizes=()) -> dict:
     """Generate, then time both drivers end to end; ratios against a same-run baseline.
 
     Baseline: a Spark job that reads every column of every table of the run
@@ -415,6 +415,9 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
     seconds (the Spark figure includes the linearizability search, also given
     alone as linearizability_s), ratio to the baseline, peak memory of the
     driver JVM and of this Python process, and the anomaly counts (which must match the injections).
+    repeat: checks of each size in the same session (the last is reported: warm when > 1).
+    jsonl_sizes: also time convert + check from a history.jsonl of that many lines
+    (`checkers.bench_e2e`).
     """
     from checkers import linearizability, log_anomalies, replica_diff
     from checkers.spark_check import check_runs
@@ -435,17 +438,23 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
         t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
         rows = sum(_read_everything(read_table(spark, [run_dir], t)) for t in SCHEMAS)
         base_s, base_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
-        t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
-        found = check_runs([run_dir], [f"ops-{ops}"], spark=spark)[f"ops-{ops}"]
-        spark_s, spark_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
+        checks = []
+        for _ in range(max(1, repeat)):
+            t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
+            found = check_runs([run_dir], [f"ops-{ops}"], spark=spark)[f"ops-{ops}"]
+            spark_s, spark_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
+            checks.append(round(spark_s, 1))
+        linear_s = found["linearizability"]["seconds"]
         entry = {"ops": ops, "rows": shape["rows"], "generate_s": round(gen_s, 1),
-                 "spark": {"seconds": round(spark_s, 1), "baseline_s": round(base_s, 1),
+                 "spark": {"seconds": round(spark_s, 1), "checks_s": checks,
+                           "baseline_s": round(base_s, 1),
                            "ratio": round(spark_s / base_s, 1), "rows_scanned": rows,
+                           "anomalies_diff_s": round(spark_s - linear_s, 1),
                            "jvm_cpu_s": spark_cpu, "baseline_jvm_cpu_s": base_cpu,
                            "load_avg_1m": os.getloadavg()[0],
                            "jvm_peak_gib": _gib(jvm_peak_rss(spark)),
                            "python_peak_gib": _gib(python_peak_rss()),
-                           "linearizability_s": found["linearizability"]["seconds"],
+                           "linearizability_s": linear_s,
                            "linearizable": found["linearizability"]["valid"],
                            "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
                            "diff_counts": {k: v for k, v in found["replica-diff"]["counts"].items()
@@ -477,4 +486,9 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                                **entry["spark"]["diff_counts"]})}
         progress(f"local {entry['ops']:,} ops: {entry['local']}")
         del sends, reads, records, replicas, ends
+    if jsonl_sizes:
+        from checkers.bench_e2e import run_from_jsonl
+
+        report["from_jsonl"] = [run_from_jsonl(spark, n, keys, out_dir, inject, seed, progress)
+                                for n in sorted(jsonl_sizes)]
     return report

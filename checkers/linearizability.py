@@ -60,9 +60,9 @@ def time_limit_default() -> float:
 
 
 def _op(index: int, process: str, kind: str, f: str, value: Any, invoke: int,
-        complete: int | None) -> dict:
-    return {"index": index, "process": process, "type": kind, "f": f, "value": value,
-            "invoke": invoke, "complete": complete}
+        complete: int | None) -> tuple:
+    """A call's op in `wgl.OP_FIELDS` order (a dict only if a counterexample shows it)."""
+    return (index, process, kind, f, value, invoke, complete)
 
 
 def key_calls(key: int, sends: Iterable[tuple], reads: Iterable[tuple],

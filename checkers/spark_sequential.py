@@ -35,31 +35,39 @@ from pyspark.sql import functions as F
 
 from checkers.spark_tables import Tables
 
-APPEND, POLL, END, OTHER = 0, 1, 2, 3
+APPEND, POLL, END = 0, 1, 2
 
 
 def _calls(tables: Tables) -> DataFrame:
-    """k, kind, a (invocation), b (completion), offset, risky: a row per call (appends,
-    polls, ends) and an OTHER row per failed or indefinite send (risky: it may land)."""
-    sends = tables.sends()
-    append = (F.col("type") == 0) & F.col("offset").isNotNull()
-    pinned = tables.values.where(F.col("min_offset").isNotNull()).select(
-        "k", "vid", "vtext", F.lit(True).alias("pinned"))
+    """k, kind, a (invocation), b (completion), offset: a row per call (appends, polls, ends).
+
+    Unpartitioned inputs: the window's one shuffle by k puts them together (a
+    union of inputs partitioned alike is not known to be, and would be shuffled again).
+    """
+    sends = tables._keyed("sends")
     none = F.lit(None).cast("bigint")
-    others = sends.where(~append).join(pinned, ["k", "vid", "vtext"], "left").select(
-        "k", F.lit(OTHER).alias("kind"), none.alias("a"), none.alias("b"), none.alias("offset"),
-        ((F.col("type") != 1) & F.col("pinned").isNotNull()).alias("risky"))
-    appends = sends.where(append).select(
+    appends = sends.where((F.col("type") == "ok") & F.col("offset").isNotNull()).select(
         "k", F.lit(APPEND).alias("kind"), F.col("invoke_index").alias("a"),
-        F.col("complete_index").alias("b"), "offset", F.lit(False).alias("risky"))
-    polls = tables._partitioned(tables._keyed("reads").where(F.col("pos") == 0).select(
+        F.col("complete_index").alias("b"), "offset")
+    polls = tables._keyed("reads").where(F.col("pos") == 0).select(
         "k", F.lit(POLL).alias("kind"), F.col("invoke_index").alias("a"),
-        F.col("index").alias("b"), none.alias("offset"), F.lit(False).alias("risky")))
+        F.col("index").alias("b"), none.alias("offset"))
     ends = tables.ends.select(
         "k", F.lit(END).alias("kind"), F.col("invoke_index").alias("a"),
-        F.col("complete_index").alias("b"), F.col("end_offset").alias("offset"),
-        F.lit(False).alias("risky"))
-    return appends.unionByName(polls).unionByName(ends).unionByName(others)
+        F.col("complete_index").alias("b"), F.col("end_offset").alias("offset"))
+    return appends.unionByName(polls).unionByName(ends)
+
+
+def _other_sends(tables: Tables) -> DataFrame:
+    """k, risky: per key with failed or indefinite sends, how many indefinite ones may land
+    (their value is pinned on the key, so prepare keeps them)."""
+    sends = tables.raw("sends")
+    append = F.col("type").eqNullSafe("ok") & F.col("offset").isNotNull()
+    pinned = tables.values.where(F.col("min_offset").isNotNull()).select(
+        "k", "vid", "vtext", F.lit(True).alias("pinned"))
+    maybe = ~F.col("type").eqNullSafe("fail") & F.col("pinned").isNotNull()
+    return (sends.where(~append).join(pinned, ["k", "vid", "vtext"], "left")
+            .groupBy("k").agg(F.count(F.when(maybe, F.lit(1))).alias("risky")))
 
 
 def _in_order(calls: DataFrame) -> DataFrame:
@@ -67,7 +75,7 @@ def _in_order(calls: DataFrame) -> DataFrame:
     kind = F.col("kind")
     earlier = (Window.partitionBy("k").orderBy("a", "b", "kind")
                .rowsBetween(Window.unboundedPreceding, -1))
-    done_before = F.max(F.when(kind != OTHER, F.col("b"))).over(earlier)
+    done_before = F.max("b").over(earlier)
     appends_before = F.coalesce(F.sum((kind == APPEND).cast("bigint")).over(earlier), F.lit(0))
     a, b = F.col("a"), F.col("b")
     timely = (a.isNotNull() & b.isNotNull() & (a <= b)
@@ -91,12 +99,10 @@ def _unfit_keys(tables: Tables) -> DataFrame:
 def settled_keys(tables: Tables) -> DataFrame:
     """k, calls, sequential: every key of the sends, reads and ends; sequential keys are
     linearizable with `calls` calls and need no search."""
-    is_call = F.col("kind") != OTHER
     per_key = _in_order(_calls(tables)).groupBy("k").agg(
-        F.count(F.when(is_call, F.lit(1))).alias("calls"),
-        F.count(F.when(is_call & ~F.col("good"), F.lit(1))).alias("wrong"),
-        F.count(F.when(F.col("risky"), F.lit(1))).alias("risky"))
+        F.count("*").alias("calls"), F.count(F.when(~F.col("good"), F.lit(1))).alias("wrong"))
     unfit = F.broadcast(_unfit_keys(tables).withColumn("unfit", F.lit(True)))
-    return per_key.join(unfit, "k", "left").select(
-        "k", "calls", ((F.col("wrong") == 0) & (F.col("risky") == 0)
-                       & F.col("unfit").isNull()).alias("sequential"))
+    return (per_key.join(_other_sends(tables), "k", "full").join(unfit, "k", "left").select(
+        "k", F.coalesce(F.col("calls"), F.lit(0)).alias("calls"),
+        ((F.coalesce(F.col("wrong"), F.lit(0)) == 0) & (F.coalesce(F.col("risky"), F.lit(0)) == 0)
+         & F.col("unfit").isNull()).alias("sequential")))

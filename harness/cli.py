@@ -327,16 +327,22 @@ def bench(
     local_max_ops: int = typer.Option(1_000_000, help="largest size also timed in-process"),
     inject: int = typer.Option(1, help="anomalies of each type injected per size"),
     seed: int = typer.Option(0, help="seed of the generator"),
+    repeat: int = typer.Option(1, help="checks per size in one session; the last is reported (2: warm)"),
+    from_jsonl: str = typer.Option("", "--from-jsonl",
+                                   help="also from a history.jsonl of these many lines (comma list): convert, check, end to end"),
 ):
     """Checker benchmark: synthetic histories and dumps, both drivers timed against a same-run baseline."""
     run_bench = _entry("checkers.bench", "run_bench")
-    try:
-        size_list = [int(x) for x in sizes.split(",") if x.strip()]
-    except ValueError:
-        fail(f"--sizes {sizes!r}: give whole numbers separated by commas, e.g. 1000000,10000000")
+    size_list, jsonl_list = [], []
+    for option, text, out_list in (("--sizes", sizes, size_list), ("--from-jsonl", from_jsonl, jsonl_list)):
+        try:
+            out_list += [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            fail(f"{option} {text!r}: give whole numbers separated by commas, e.g. 1000000,10000000")
     try:
         res = run_bench(sizes=size_list, keys=keys, out_dir=str(out), master=master,
-                        local_max_ops=local_max_ops, inject=inject, seed=seed)
+                        local_max_ops=local_max_ops, inject=inject, seed=seed, repeat=repeat,
+                        jsonl_sizes=jsonl_list)
     except ValueError as e:
         fail(str(e))
     typer.echo(json.dumps(res, indent=2, default=str))

@@ -49,11 +49,17 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+OP_FIELDS = ("index", "process", "type", "f", "value", "invoke", "complete")
+"""A call's op may come as a tuple of these (`checkers.linearizability.key_calls`): millions
+of calls need no dict each when only a counterexample's few are ever shown."""
+
+
 def _op_summary(call: Call) -> dict:
     """The history op behind a call, plus the per-key sub-op the model checked."""
     op = call.complete if call.complete is not None else call.invoke
-    out = {k: op[k] for k in ("index", "process", "type", "f", "value", "invoke", "complete")
-           if k in op}
+    if isinstance(op, tuple):
+        op = dict(zip(OP_FIELDS, op))
+    out = {k: op[k] for k in OP_FIELDS if k in op}
     if call.complete is None or call.complete_pos is None:
         out["type"] = "info" if call.complete is not None else "invoke"
     out["checked"] = [call.f, _jsonable(call.value)]

@@ -15,3 +15,16 @@ def test_bench_drivers_agree_and_find_every_injected_kind(spark, tmp_path):
     found = set(entry["spark"]["log_counts"]) | set(entry["spark"]["diff_counts"])
     assert found == set(log_anomalies.ANOMALIES) | set(replica_diff.ANOMALIES)
     assert entry["spark"]["rows_scanned"] == sum(entry["rows"].values())
+
+
+def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, tmp_path):
+    report = bench.run_bench(sizes=[], keys=12, out_dir=str(tmp_path), inject=1, seed=2,
+                             jsonl_sizes=[5000], progress=lambda _line: None)
+    entry, = report["from_jsonl"]
+    assert abs(entry["lines"] - 5000) < 100, entry  # generate_jsonl sizes the final phase ahead
+    for step in ("convert", "anomalies_diff", "linearizability", "end_to_end"):
+        assert entry[step]["seconds"] >= 0 and entry[step]["baseline_s"] >= 0, step
+    # generate_jsonl loses offset 1 of key 0 and reads offset 1 of key 1 only before the final phase
+    assert entry["log_counts"]["lost-write"] == 1 and entry["log_counts"]["read-then-lost"] == 1
+    assert entry["linearizability"]["valid"] is False
+    assert entry["linearizability"]["invalid_keys"] == [0, 1]

@@ -1,0 +1,88 @@
+"""`harness bench --from-jsonl`: a check from history.jsonl, each step beside a same-run baseline.
+
+Why apart from `checkers.bench`: that one writes the Parquet tables directly
+(no conversion, and a history whose calls never overlap); this one starts
+from a realistic history.jsonl (`checkers.bench_history.generate_jsonl`:
+concurrent clients, crashed sends, nemesis ops) and times what `harness check
+--engine spark` does with it:
+
+- convert: history.jsonl -> Parquet through the store's entry point
+  (`checkers.store.write_parquet`); baseline: reading the file line by line;
+- check: log anomalies + replica diff (`check_runs` minus its linearizability
+  part) and linearizability (its own `seconds`); baseline: a Spark job
+  reading every column of every table of the run;
+- end to end: convert + check, against the sum of both baselines.
+
+`ops` counts history lines, as results.json's stats.ops does (a client op is
+two lines: invocation and completion).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from checkers.bench import _delta, _gib, _read_everything, jvm_cpu_seconds, jvm_peak_rss
+from checkers.bench import python_peak_rss
+
+
+def read_lines(path: str) -> int:
+    """The convert step's baseline: every line of the file read, nothing parsed."""
+    lines = 0
+    with open(path, "rb") as handle:
+        for _line in handle:
+            lines += 1
+    return lines
+
+
+def _step(seconds: float, baseline: float, **more) -> dict:
+    return {"seconds": round(seconds, 1), "baseline_s": round(baseline, 1),
+            "ratio": round(seconds / baseline, 1) if baseline else None, **more}
+
+
+def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: int,
+                   progress) -> dict:
+    """Generate (or reuse) a history.jsonl of `ops` lines; time convert, check, end to end."""
+    from checkers.bench_history import generate_jsonl
+    from checkers.history import iter_jsonl
+    from checkers.parquet import SCHEMAS
+    from checkers.spark_check import check_runs
+    from checkers.spark_tables import read_table
+    from checkers.store import write_parquet
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"history-{ops}-{keys}-{inject}-{seed}.jsonl")
+    if not os.path.exists(path):
+        made = generate_jsonl(path + ".tmp", ops, keys=keys, inject=inject, seed=seed)
+        os.replace(path + ".tmp", path)
+        progress(f"wrote {path}: {made['ops']:,} lines in {made['seconds']:.1f}s")
+    run, run_dir = f"jsonl-{ops}", os.path.join(out_dir, f"jsonl-{ops}")
+    t0 = time.perf_counter()
+    lines = read_lines(path)
+    read_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    stats = write_parquet(run_dir, run, iter_jsonl(path), {})
+    convert_s = time.perf_counter() - t0
+    progress(f"converted {lines:,} lines in {convert_s:.1f}s (read alone {read_s:.1f}s)")
+    t0 = time.perf_counter()
+    for table in SCHEMAS:
+        _read_everything(read_table(spark, [run_dir], table))
+    scan_s = time.perf_counter() - t0
+    t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
+    found = check_runs([run_dir], [run], spark=spark)[run]
+    check_s, check_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
+    linear = found["linearizability"]
+    report = {
+        "lines": lines, "ops": stats["ops"], "keys": keys,
+        "convert": _step(convert_s, read_s, ops_per_s=round(lines / convert_s)),
+        "anomalies_diff": _step(check_s - linear["seconds"], scan_s),
+        "linearizability": _step(linear["seconds"], scan_s, valid=linear["valid"],
+                                 calls=linear["calls"], invalid_keys=linear.get("invalid_keys")),
+        "end_to_end": _step(convert_s + check_s, read_s + scan_s),
+        "check_jvm_cpu_s": check_cpu,
+        "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
+        "load_avg_1m": os.getloadavg()[0],
+        "jvm_peak_gib": _gib(jvm_peak_rss(spark)), "python_peak_gib": _gib(python_peak_rss()),
+    }
+    progress(f"from history.jsonl, {lines:,} lines: {report}")
+    return report
