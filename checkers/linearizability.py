@@ -104,9 +104,14 @@ def key_calls(key: int, sends: Iterable[tuple], reads: Iterable[tuple],
     return calls
 
 
-def check_key(key: int, sends, reads, end, deadline_epoch: float | None) -> dict:
-    """Search one key; the deadline travels as wall-clock time (it crosses processes)."""
+def check_key(key: int, sends, reads, end, deadline_epoch: float | None,
+              skips: bool = True) -> dict:
+    """Search one key; the deadline travels as wall-clock time (it crosses processes).
+
+    skips: look for polls that skip an observed offset (False: the caller knows none does
+    and has left out records no step needs, `checkers.spark_linear._needed_reads`)."""
     model = Log()
+    model.check_skips = skips
     calls = model.prepare(key_calls(key, sends, reads, end))
     deadline = None
     if deadline_epoch is not None:

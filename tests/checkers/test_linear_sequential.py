@@ -71,6 +71,18 @@ def poll_overlaps_send() -> History:
     return _finish(h, {0: [(0, 100)]})
 
 
+def poll_overlaps_ack(lose: bool = False) -> History:
+    """A poll invoked before the send of its second record completes: that record is needed
+    (the search must put the send first), unlike the final reads' (left out on Spark)."""
+    h = History()
+    h.send(0, 0, 100, 0)
+    h.invoke_send(1, 0, 101)
+    h._add(2, "invoke", "poll", None)
+    h.complete_send(1, 0, 101, 1)
+    h._add(2, "ok", "poll", {"0": [[0, 100], [1, 101]]})
+    return _finish(h, {0: [(0, 100)] if lose else [(0, 100), (1, 101)]})
+
+
 def read_before_append() -> History:
     """Looks sequential, not linearizable: a poll reads offset 1 before it is sent."""
     h = History()
@@ -162,6 +174,8 @@ CASES = {
     "concurrent": (concurrent, True, set(), set()),
     "concurrent-lost": (concurrent_lost, False, set(), set()),
     "poll-overlaps-send": (poll_overlaps_send, True, set(), set()),
+    "poll-overlaps-ack": (poll_overlaps_ack, True, set(), set()),
+    "poll-overlaps-ack-lost": (lambda: poll_overlaps_ack(lose=True), False, set(), set()),
     "read-before-append": (read_before_append, False, set(), set()),
     "wrong-value": (wrong_value, False, set(), set()),
     "appends-out-of-order": (appends_out_of_order, False, set(), set()),
