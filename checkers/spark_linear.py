@@ -27,7 +27,7 @@ from checkers.spark_sequential import settled_keys
 from checkers.spark_tables import KEY_BITS, KEY_LIMIT, Tables, key_in_run, run_of
 
 SEND, READ, END, TRIMMED = 0, 1, 2, 3
-OUT_SCHEMA = "k bigint, found string"
+OUT_SCHEMA = "k bigint, found string, trimmed boolean"
 
 
 def _rows(tables: Tables, only: set[int], trim: bool = True) -> DataFrame:
@@ -88,32 +88,33 @@ def _searcher(deadline_epoch: float):
                 end = (offset, a, b)
             else:
                 reads.append((offset, value, process, b, a))
-        found = check_key(key_in_run(k), sends, reads, end, deadline_epoch,
-                          skips=TRIMMED not in columns["kind"])
-        return pa.table({"k": [k], "found": [json.dumps(found, default=str)]})
+        trimmed = TRIMMED in columns["kind"]
+        found = check_key(key_in_run(k), sends, reads, end, deadline_epoch, skips=not trimmed)
+        return pa.table({"k": [k], "found": [json.dumps(found, default=str)],
+                         "trimmed": [trimmed]})
     return search
 
 
 COLUMNS = ("k", "kind", "value", "offset", "type", "process", "a", "b")
 
 
-def _search_rows(search, item) -> tuple[int, str]:
+def _search_rows(search, item) -> tuple[int, str, bool]:
     """The RDD path: one key's rows (tuples in COLUMNS order) through the same search."""
     k, rows = item
     table = pa.table({name: list(column) for name, column in zip(COLUMNS, zip(*rows))})
-    return k, search(table).column("found")[0].as_py()
+    out = search(table)
+    return k, out.column("found")[0].as_py(), out.column("trimmed")[0].as_py()
 
 
 def _search(rows: DataFrame, search) -> list:
-    """Rows of the keys to search -> [{rid, k, found}], one per key."""
+    """Rows of the keys to search -> [{k, found, trimmed}], one per key."""
     try:
         import pandas  # noqa: F401 - applyInArrow checks for it
     except ImportError:  # a venv set up before pandas was a dependency: rows as pickles
-        return [{"rid": run_of_k(k), "k": k, "found": found}
-                for k, found in rows.rdd.map(lambda row: (row["k"], tuple(row)))
+        return [{"k": k, "found": found, "trimmed": trimmed}
+                for k, found, trimmed in rows.rdd.map(lambda row: (row["k"], tuple(row)))
                 .groupByKey().map(lambda item: _search_rows(search, item)).collect()]
-    return (rows.groupBy("k").applyInArrow(search, OUT_SCHEMA)
-            .select(run_of(F.col("k")).alias("rid"), "k", "found").collect())
+    return rows.groupBy("k").applyInArrow(search, OUT_SCHEMA).collect()
 
 
 def run_of_k(k: int) -> int:
@@ -136,9 +137,9 @@ def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dic
                     F.sum(F.when(calls > 0, calls + 1).otherwise(0)).alias("configs"))
                .collect()}
     searched = {row["k"] for row in settled.where(~F.col("sequential")).select("k").collect()}
-    found = {row["k"]: json.loads(row["found"])
-             for row in (_search(_rows(tables, searched), search) if searched else [])}
-    invalid = {k for k, verdict in found.items() if verdict["valid"] is False}
+    rows = _search(_rows(tables, searched), search) if searched else []
+    found = {row["k"]: json.loads(row["found"]) for row in rows}
+    invalid = {row["k"] for row in rows if row["trimmed"] and found[row["k"]]["valid"] is False}
     if invalid:  # again with every read, so the counterexample shows whole polls
         found.update((row["k"], json.loads(row["found"]))
                      for row in _search(_rows(tables, invalid, trim=False), search))

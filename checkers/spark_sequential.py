@@ -63,11 +63,12 @@ def _other_sends(tables: Tables) -> DataFrame:
     (their value is pinned on the key, so prepare keeps them)."""
     sends = tables.raw("sends")
     append = F.col("type").eqNullSafe("ok") & F.col("offset").isNotNull()
-    pinned = tables.values.where(F.col("min_offset").isNotNull()).select(
-        "k", "vid", "vtext", F.lit(True).alias("pinned"))
-    maybe = ~F.col("type").eqNullSafe("fail") & F.col("pinned").isNotNull()
-    return (sends.where(~append).join(pinned, ["k", "vid", "vtext"], "left")
-            .groupBy("k").agg(F.count(F.when(maybe, F.lit(1))).alias("risky")))
+    pinned = tables.values.where(F.col("min_offset").isNotNull()).select("k", "vid", "vtext")
+    failed = F.col("type").eqNullSafe("fail")
+    landing = (sends.where(~append & ~failed).join(pinned, ["k", "vid", "vtext"])
+               .select("k", F.lit(1).alias("risky")))
+    return (sends.where(~append).select("k", F.lit(0).alias("risky")).unionByName(landing)
+            .groupBy("k").agg(F.sum("risky").alias("risky")))
 
 
 def _in_order(calls: DataFrame) -> DataFrame:

@@ -36,7 +36,7 @@ def _finish(h: History, reads: dict) -> History:
 
 def sequential() -> History:
     """Clean, one call at a time; an indefinite send nobody read, a failed one, a key
-    with only a failed send (no calls)."""
+    with only a failed send and one with only an indefinite send (no calls)."""
     h = History()
     h.send(0, 0, 100, 0)
     h.send(1, 0, 101, 1)
@@ -44,6 +44,7 @@ def sequential() -> History:
     h.send(0, 0, 901, kind="fail")
     h.poll(2, {0: [(0, 100), (1, 101)]})
     h.send(0, 1, 902, kind="fail")
+    h.send(1, 2, 903, kind="info")
     return _finish(h, {0: [(0, 100), (1, 101)]})
 
 
@@ -170,7 +171,7 @@ def indefinite_lost() -> History:
 
 # name -> (history, valid, keys decided without a search: in Python, on Spark)
 CASES = {
-    "sequential": (sequential, True, {0, 1}, {0, 1}),
+    "sequential": (sequential, True, {0, 1, 2}, {0, 1, 2}),
     "concurrent": (concurrent, True, set(), set()),
     "concurrent-lost": (concurrent_lost, False, set(), set()),
     "poll-overlaps-send": (poll_overlaps_send, True, set(), set()),
