@@ -34,7 +34,6 @@ lost-acknowledged) and lost-acknowledged (all replicas hold another value).
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import sys
 import time
@@ -44,6 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from checkers.bench_measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+                                     read_everything)
 from checkers.parquet import SCHEMAS, TableWriter
 
 PRODUCERS = 8
@@ -347,34 +348,6 @@ def _write_dumps(writers, plan, ends) -> tuple[int, int]:
 # Timed runs
 
 
-def jvm_peak_rss(spark) -> int | None:
-    """Peak resident memory (bytes) of the Spark driver JVM, from /proc."""
-    try:
-        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except Exception:  # noqa: BLE001 - a measurement, not a result
-        return None
-    return None
-
-
-def jvm_cpu_seconds(spark) -> float | None:
-    """User + system CPU seconds the driver JVM has used (the machine is shared: wall time lies)."""
-    try:
-        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except Exception:  # noqa: BLE001 - a measurement, not a result
-        return None
-
-
-def python_peak_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def load_flat(run_dir: str):
     """Parquet -> the in-process kernel's row tuples (what a small run holds in memory)."""
     from checkers.flatten import (END_COLUMNS, READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS,
@@ -387,22 +360,6 @@ def load_flat(run_dir: str):
     return (rows("sends", SEND_COLUMNS), rows("reads", READ_COLUMNS),
             rows("records", RECORD_COLUMNS), rows("replicas", REPLICA_COLUMNS),
             rows("ends", END_COLUMNS))
-
-
-def _read_everything(frame) -> int:
-    """The baseline's work on one table: decode every column of every row (a plain
-    count() is answered from Parquet footers and reads nothing)."""
-    from pyspark.sql import functions as F
-
-    return frame.agg(F.count("*"), F.max(F.xxhash64(*frame.columns))).collect()[0][0]
-
-
-def _delta(after, before):
-    return None if after is None or before is None else round(after - before, 1)
-
-
-def _gib(n):
-    return None if n is None else round(n / 2 ** 30, 2)
 
 
 def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "bench/out",
@@ -436,13 +393,13 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
         gen_s = time.perf_counter() - t0
         progress(f"generated {ops:,} ops in {gen_s:.1f}s: {shape['rows']}")
         t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
-        rows = sum(_read_everything(read_table(spark, [run_dir], t)) for t in SCHEMAS)
-        base_s, base_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
+        rows = sum(read_everything(read_table(spark, [run_dir], t)) for t in SCHEMAS)
+        base_s, base_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
         checks = []
         for _ in range(max(1, repeat)):
             t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
             found = check_runs([run_dir], [f"ops-{ops}"], spark=spark)[f"ops-{ops}"]
-            spark_s, spark_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
+            spark_s, spark_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
             checks.append(round(spark_s, 1))
         linear_s = found["linearizability"]["seconds"]
         entry = {"ops": ops, "rows": shape["rows"], "generate_s": round(gen_s, 1),
@@ -452,8 +409,8 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                            "anomalies_diff_s": round(spark_s - linear_s, 1),
                            "jvm_cpu_s": spark_cpu, "baseline_jvm_cpu_s": base_cpu,
                            "load_avg_1m": os.getloadavg()[0],
-                           "jvm_peak_gib": _gib(jvm_peak_rss(spark)),
-                           "python_peak_gib": _gib(python_peak_rss()),
+                           "jvm_peak_gib": gib(jvm_peak_rss(spark)),
+                           "python_peak_gib": gib(python_peak_rss()),
                            "linearizability_s": linear_s,
                            "linearizable": found["linearizability"]["valid"],
                            "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
@@ -478,7 +435,7 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                           "linearizability_s": linear["seconds"],
                           "linearizability_ratio": round(linear["seconds"] / base_s, 1),
                           "same_linearizability": linear["valid"] == entry["spark"]["linearizable"],
-                          "python_peak_gib": _gib(python_peak_rss()),
+                          "python_peak_gib": gib(python_peak_rss()),
                           "same_as_spark": (log["counts"], diff["counts"]) == (
                               {**dict.fromkeys(log_anomalies.ANOMALIES, 0),
                                **entry["spark"]["log_counts"]},

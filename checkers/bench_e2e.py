@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 import time
 
-from checkers.bench import _delta, _gib, _read_everything, jvm_cpu_seconds, jvm_peak_rss
-from checkers.bench import python_peak_rss
+from checkers.bench_measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+                                     read_everything)
 
 
 def read_lines(path: str) -> int:
@@ -66,11 +66,11 @@ def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: 
     progress(f"converted {lines:,} lines in {convert_s:.1f}s (read alone {read_s:.1f}s)")
     t0 = time.perf_counter()
     for table in SCHEMAS:
-        _read_everything(read_table(spark, [run_dir], table))
+        read_everything(read_table(spark, [run_dir], table))
     scan_s = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
     found = check_runs([run_dir], [run], spark=spark)[run]
-    check_s, check_cpu = time.perf_counter() - t0, _delta(jvm_cpu_seconds(spark), c0)
+    check_s, check_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
     linear = found["linearizability"]
     report = {
         "lines": lines, "ops": stats["ops"], "keys": keys,
@@ -82,7 +82,7 @@ def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: 
         "check_jvm_cpu_s": check_cpu,
         "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
         "load_avg_1m": os.getloadavg()[0],
-        "jvm_peak_gib": _gib(jvm_peak_rss(spark)), "python_peak_gib": _gib(python_peak_rss()),
+        "jvm_peak_gib": gib(jvm_peak_rss(spark)), "python_peak_gib": gib(python_peak_rss()),
     }
     progress(f"from history.jsonl, {lines:,} lines: {report}")
     return report
