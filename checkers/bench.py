@@ -364,7 +364,7 @@ def load_flat(run_dir: str):
 
 def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "bench/out",
               master: str | None = None, local_max_ops: int = 1_000_000, inject: int = 1,
-              seed: int = 0, progress=None, repeat: int = 1, jsonl_sizes=()) -> dict:
+              seed: int = 0, progress=None, repeat: int = 1) -> dict:
     """Generate, then time both drivers end to end; ratios against a same-run baseline.
 
     Baseline: a Spark job that reads every column of every table of the run
@@ -373,8 +373,6 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
     alone as linearizability_s), ratio to the baseline, peak memory of the
     driver JVM and of this Python process, and the anomaly counts (which must match the injections).
     repeat: checks of each size in the same session (the last is reported: warm when > 1).
-    jsonl_sizes: also time convert + check from a history.jsonl of that many lines
-    (`checkers.bench_e2e`).
     """
     from checkers import linearizability, log_anomalies, replica_diff
     from checkers.spark_check import check_runs
@@ -443,9 +441,4 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                                **entry["spark"]["diff_counts"]})}
         progress(f"local {entry['ops']:,} ops: {entry['local']}")
         del sends, reads, records, replicas, ends
-    if jsonl_sizes:
-        from checkers.bench_e2e import run_from_jsonl
-
-        report["from_jsonl"] = [run_from_jsonl(spark, n, keys, out_dir, inject, seed, progress)
-                                for n in sorted(jsonl_sizes)]
     return report

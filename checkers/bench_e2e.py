@@ -20,6 +20,7 @@ two lines: invocation and completion).
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 from checkers.bench_measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
@@ -38,6 +39,17 @@ def read_lines(path: str) -> int:
 def _step(seconds: float, baseline: float, **more) -> dict:
     return {"seconds": round(seconds, 1), "baseline_s": round(baseline, 1),
             "ratio": round(seconds / baseline, 1) if baseline else None, **more}
+
+
+def run_jsonl_bench(sizes, keys: int = 1000, out_dir: str = "bench/out",
+                    master: str | None = None, inject: int = 1, seed: int = 0,
+                    progress=None) -> list[dict]:
+    """`run_from_jsonl` for each size, in one Spark session."""
+    from checkers.spark_session import spark_session
+
+    progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    spark = spark_session(master)
+    return [run_from_jsonl(spark, n, keys, out_dir, inject, seed, progress) for n in sorted(sizes)]
 
 
 def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: int,

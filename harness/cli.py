@@ -333,6 +333,7 @@ def bench(
 ):
     """Checker benchmark: synthetic histories and dumps, both drivers timed against a same-run baseline."""
     run_bench = _entry("checkers.bench", "run_bench")
+    run_jsonl_bench = _entry("checkers.bench_e2e", "run_jsonl_bench")
     size_list, jsonl_list = [], []
     for option, text, out_list in (("--sizes", sizes, size_list), ("--from-jsonl", from_jsonl, jsonl_list)):
         try:
@@ -341,8 +342,10 @@ def bench(
             fail(f"{option} {text!r}: give whole numbers separated by commas, e.g. 1000000,10000000")
     try:
         res = run_bench(sizes=size_list, keys=keys, out_dir=str(out), master=master,
-                        local_max_ops=local_max_ops, inject=inject, seed=seed, repeat=repeat,
-                        jsonl_sizes=jsonl_list)
+                        local_max_ops=local_max_ops, inject=inject, seed=seed, repeat=repeat)
+        if jsonl_list:
+            res["from_jsonl"] = run_jsonl_bench(jsonl_list, keys=keys, out_dir=str(out),
+                                                master=master, inject=inject, seed=seed)
     except ValueError as e:
         fail(str(e))
     typer.echo(json.dumps(res, indent=2, default=str))

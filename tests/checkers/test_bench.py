@@ -2,7 +2,7 @@
 
 import pytest
 
-from checkers import bench, log_anomalies, replica_diff
+from checkers import bench, bench_e2e, log_anomalies, replica_diff
 
 pytestmark = pytest.mark.timeout(1200)  # Spark jobs on a loaded 2-core machine
 
@@ -18,9 +18,8 @@ def test_bench_drivers_agree_and_find_every_injected_kind(spark, tmp_path):
 
 
 def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, tmp_path):
-    report = bench.run_bench(sizes=[], keys=12, out_dir=str(tmp_path), inject=1, seed=2,
-                             jsonl_sizes=[5000], progress=lambda _line: None)
-    entry, = report["from_jsonl"]
+    entry, = bench_e2e.run_jsonl_bench([5000], keys=12, out_dir=str(tmp_path), inject=1, seed=2,
+                                       progress=lambda _line: None)
     assert abs(entry["lines"] - 5000) < 100, entry  # generate_jsonl sizes the final phase ahead
     for step in ("convert", "anomalies_diff", "linearizability", "end_to_end"):
         assert entry[step]["seconds"] >= 0 and entry[step]["baseline_s"] >= 0, step
