@@ -14,7 +14,7 @@ from checkers import spark_diff, spark_linear, spark_log
 from checkers.log_anomalies import MAX_EXAMPLES
 from checkers.spark_flags import top_flags
 from checkers.spark_session import spark_session
-from checkers.spark_tables import Tables
+from checkers.spark_tables import Tables, k_of
 
 
 def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
@@ -30,7 +30,10 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
         log = spark_log.results(tables, top)
         diff = spark_diff.results(tables, top, complete)
-        linear = spark_linear.check_runs(tables, time_limit)
+        flagged = {k_of(tables.rids[run], example["key"])
+                   for (run, _kind), (_count, examples) in top.items()
+                   for example in examples if isinstance(example.get("key"), int)}
+        linear = spark_linear.check_runs(tables, time_limit, flagged)
     finally:
         tables.release()
     return {run: {"log": log[run], "replica-diff": diff[run], "linearizability": linear[run]}

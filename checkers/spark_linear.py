@@ -30,14 +30,15 @@ SEND, READ, END, TRIMMED = 0, 1, 2, 3
 OUT_SCHEMA = "k bigint, found string, trimmed boolean"
 
 
-def _rows(tables: Tables, only: set[int], trim: bool = True) -> DataFrame:
+def _rows(tables: Tables, only: set[int], trim: bool = True,
+          whole: set[int] = frozenset()) -> DataFrame:
     """k, kind, value, offset, type, process, a (invocation), b (completion) of every call
     row of the keys `only`; with `trim`, only the reads the search needs (`_needed_reads`)."""
     none = F.lit(None)
     sends = tables._keyed("sends", only).select(
         "k", F.lit(SEND).alias("kind"), "value", "offset", "type", "process",
         F.col("invoke_index").alias("a"), F.col("complete_index").alias("b"))
-    reads = (_needed_reads(tables, only) if trim and tables.suspect_streams is not None
+    reads = (_needed_reads(tables, only, whole) if trim and tables.suspect_streams is not None
              else tables._keyed("reads", only).withColumn("kind", F.lit(READ)))
     reads = reads.select(
         "k", "kind", "value", "offset", none.cast("string").alias("type"),
@@ -50,8 +51,9 @@ def _rows(tables: Tables, only: set[int], trim: bool = True) -> DataFrame:
     return sends.unionByName(reads).unionByName(ends)
 
 
-def _needed_reads(tables: Tables, only: set[int]) -> DataFrame:
-    """The reads of keys `only` that can matter to the search, kind TRIMMED on keys trimmed.
+def _needed_reads(tables: Tables, only: set[int], whole: set[int]) -> DataFrame:
+    """The reads of keys `only` that can matter to the search, kind TRIMMED on keys trimmed
+    (all but the keys `whole` and those with a suspect stream).
 
     A record (offset, integer value) whose poll was invoked after every ok send of that
     value at that offset completed passes in every state the search can try the poll in
@@ -63,7 +65,8 @@ def _needed_reads(tables: Tables, only: set[int]) -> DataFrame:
     """
     acked = tables.triples.where(F.col("ack_index").isNotNull()).select(
         "k", "offset", "vid", "vtext", "ack_index")
-    whole = F.broadcast(tables.suspect_streams.select("k").distinct()
+    listed = tables.spark.createDataFrame([(k,) for k in sorted(whole)], "k bigint")
+    whole = F.broadcast(tables.suspect_streams.select("k").unionByName(listed).distinct()
                         .withColumn("whole", F.lit(True)))
     reads = (tables.raw("reads", only).join(acked, ["k", "offset", "vid", "vtext"], "left")
              .join(whole, "k", "left"))
@@ -121,8 +124,13 @@ def run_of_k(k: int) -> int:
     return (k + KEY_LIMIT) >> KEY_BITS
 
 
-def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dict]:
-    """-> {run: linearizability result} for every run of `tables` (before tables.release())."""
+def check_runs(tables: Tables, time_limit: float | None = None,
+               flagged: set[int] = frozenset()) -> dict[str, dict]:
+    """-> {run: linearizability result} for every run of `tables` (before tables.release()).
+
+    flagged: k of keys the log checker listed; likely not linearizable, so their reads
+    are shipped whole at once (a trimmed invalid key is searched again for its
+    counterexample)."""
     from checkers.linear.spark import _ship_package
 
     started = time.monotonic()
@@ -137,7 +145,7 @@ def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dic
                     F.sum(F.when(calls > 0, calls + 1).otherwise(0)).alias("configs"))
                .collect()}
     searched = {row["k"] for row in settled.where(~F.col("sequential")).select("k").collect()}
-    rows = _search(_rows(tables, searched), search) if searched else []
+    rows = _search(_rows(tables, searched, whole=flagged), search) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}
     invalid = {row["k"] for row in rows if row["trimmed"] and found[row["k"]]["valid"] is False}
     if invalid:  # again with every read, so the counterexample shows whole polls
