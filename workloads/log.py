@@ -60,8 +60,7 @@ class LogWorkload:
         self._bursts: list[asyncio.Task] = []  # parallel writes still in flight
 
     def client(self, prefer: str | None = None):
-        return self.db.client(self.cfg.request_timeout, prefer) if prefer else self.db.client(
-            self.cfg.request_timeout)
+        return self.db.client(self.cfg.request_timeout, prefer)
 
     def new_process(self) -> int:
         p = self._next_process

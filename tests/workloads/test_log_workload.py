@@ -9,6 +9,7 @@ import asyncio
 import json
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,21 +27,33 @@ from harness.sut import RunShape  # noqa: E402
 from workloads.log import LogWorkload, WorkloadConfig  # noqa: E402
 
 
-def test_workload_semantics_across_a_crash(tmp_path):
+@contextmanager
+def replica_workload(tmp_path, nodes: int, subnet: str, shape: RunShape, era: str, cfg: WorkloadConfig):
+    """A real replica cluster on netns with a LogWorkload over it -> (db, history, wl,
+    history path); torn down afterwards, and the run must leave nothing behind."""
     run_id = new_run_id()
     rec = RunRecord(run_id, run_dir=tmp_path / "runs")
-    cluster = NetnsCluster(run_id, 1, "10.214.0.0/24", rec, str(tmp_path / "work"))
+    cluster = NetnsCluster(run_id, nodes, subnet, rec, str(tmp_path / "work"))
     hist_path = tmp_path / "history.jsonl"
     try:
         cluster.create()
         system = registry.system("replica")
-        db = system.make_db(cluster, system.host_plan(1), RunShape(1, 2, 1, {"min.insync.replicas": 1}),
-                            system.parse_options({"era": "epoch"}))
+        db = system.make_db(cluster, system.host_plan(nodes), shape, system.parse_options({"era": era}))
         db.setup()
         history = HistoryWriter(str(hist_path))
-        cfg = WorkloadConfig(keys=2, concurrency=4, rate=80, replication_factor=1, request_timeout=2.0, seed=1)
-        wl = LogWorkload(cfg, db, history)
+        yield db, history, LogWorkload(cfg, db, history), hist_path
+        history.close()
+        db.teardown()
+    finally:
+        cluster.destroy()
+        rec.remove_file()
+    assert leftovers(run_id) == []
 
+
+def test_workload_semantics_across_a_crash(tmp_path):
+    cfg = WorkloadConfig(keys=2, concurrency=4, rate=80, replication_factor=1, request_timeout=2.0, seed=1)
+    shape = RunShape(1, 2, 1, {"min.insync.replicas": 1})
+    with replica_workload(tmp_path, 1, "10.214.0.0/24", shape, "epoch", cfg) as (db, history, wl, hist_path):
         async def scenario():
             await wl.setup(timeout=60)
             start = time.monotonic()
@@ -55,13 +68,7 @@ def test_workload_semantics_across_a_crash(tmp_path):
             history.nemesis("final", None)
             return await wl.final_reads(60)
 
-        final = in_client_thread(cluster, scenario)
-        history.close()
-        db.teardown()
-    finally:
-        cluster.destroy()
-        rec.remove_file()
-    assert leftovers(run_id) == []
+        final = in_client_thread(db.cluster, scenario)
     assert final["healthy"] and final["complete"], final
 
     ops = [json.loads(l) for l in hist_path.read_text().splitlines()]
@@ -88,22 +95,11 @@ def test_final_reads_wait_for_a_restarted_leaders_hw(tmp_path):
     log end, until its followers fetch again (they back off 5 s after losing
     it). The final reads must wait for that HW instead of stopping at it, or
     acknowledged writes that every replica holds look lost."""
-    run_id = new_run_id()
-    rec = RunRecord(run_id, run_dir=tmp_path / "runs")
-    cluster = NetnsCluster(run_id, 3, "10.228.1.0/24", rec, str(tmp_path / "work"))
-    hist_path = tmp_path / "history.jsonl"
     settings = {"min.insync.replicas": 2, "replica.fetch.backoff.ms": 5000,
                 "replica.high.watermark.checkpoint.interval.ms": 600000, "broker.session.timeout.ms": 20000}
-    try:
-        cluster.create()
-        system = registry.system("replica")
-        db = system.make_db(cluster, system.host_plan(3), RunShape(3, 1, 3, settings),
-                            system.parse_options({"era": "hw"}))
-        db.setup()
-        history = HistoryWriter(str(hist_path))
-        cfg = WorkloadConfig(keys=1, concurrency=1, replication_factor=3, request_timeout=3.0, seed=1)
-        wl = LogWorkload(cfg, db, history)
-
+    cfg = WorkloadConfig(keys=1, concurrency=1, replication_factor=3, request_timeout=3.0, seed=1)
+    shape = RunShape(3, 1, 3, settings)
+    with replica_workload(tmp_path, 3, "10.228.1.0/24", shape, "hw", cfg) as (db, history, wl, hist_path):
         async def scenario():
             await wl.setup(timeout=60)
             written = await wl.write(0, 6, "all")
@@ -125,13 +121,7 @@ def test_final_reads_wait_for_a_restarted_leaders_hw(tmp_path):
             history.nemesis("final", None)
             return written, lagging, await wl.final_reads(30)
 
-        written, lagging, final = in_client_thread(cluster, scenario)
-        history.close()
-        db.teardown()
-    finally:
-        cluster.destroy()
-        rec.remove_file()
-    assert leftovers(run_id) == []
+        written, lagging, final = in_client_thread(db.cluster, scenario)
     assert lagging is not None and lagging[0] < lagging[1] == 6, f"the leader's (hw, leo) was {lagging}"
     ops = [json.loads(l) for l in hist_path.read_text().splitlines()]
     final_at = next(o["index"] for o in ops if o["f"] == "final")
