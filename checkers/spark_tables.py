@@ -235,40 +235,44 @@ def _with_value_id(frame: DataFrame) -> DataFrame:
 
 
 VALUE = ["k", "offset", "vid", "vtext"]
+OBS, RD, FIN, HELD = 1, 2, 4, 8  # bits of a triple's yes/no facts
 
 
 def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFrame:
     """T: per (k, offset, value), what clients and replicas did with it.
 
-    obs: observed (acknowledged or read); rd: read; read_index: first poll
-    reading it; ack_index / fail_index: the ok / failed send's completion;
-    held: some replica holds it; c_lo / c_hi: epochs of committed copies.
-    One hash aggregation over all 30M input rows; O and V derive from its
-    ~5M rows. Sends without an outcome that matters (info) are left out.
+    obs: observed (acknowledged or read); rd: read; fin: read by a final
+    poll; read_index: first poll reading it; ack_index / fail_index: the ok /
+    failed send's completion; held: some replica holds it; c_lo / c_hi:
+    epochs of committed copies. One hash aggregation over all 30M input rows;
+    O and V derive from its ~5M rows. Sends without an outcome that matters
+    (info) are left out. The four yes/no facts travel as bits of one byte
+    (one bit_or instead of four max buffers: ~6% of this aggregation, measured).
     """
     none = F.lit(None).cast("bigint")
     ok = (F.col("type") == 0) & F.col("offset").isNotNull()
-
-    def part(frame, obs, rd, fin, read_index, ack_index, fail_index, held, epoch):
-        return frame.select(*VALUE, obs.cast("byte").alias("obs"), rd.cast("byte").alias("rd"),
-                            fin.cast("byte").alias("fin"),
-                            read_index.alias("read_index"), ack_index.alias("ack_index"),
-                            fail_index.alias("fail_index"), held.cast("byte").alias("held"),
-                            epoch.alias("epoch"))
-
     fail = F.col("type") == 1
-    rows = (part(sends.where(ok | fail), ok, F.lit(0), F.lit(0), none,
+
+    def part(frame, bits, read_index, ack_index, fail_index, epoch):
+        return frame.select(*VALUE, bits.cast("byte").alias("bits"),
+                            read_index.alias("read_index"), ack_index.alias("ack_index"),
+                            fail_index.alias("fail_index"), epoch.alias("epoch"))
+
+    read_bits = F.when(F.col("final"), OBS | RD | FIN).otherwise(OBS | RD)
+    rows = (part(sends.where(ok | fail), F.when(ok, OBS).otherwise(0), none,
                  F.when(ok, F.col("complete_index")), F.when(fail, F.col("complete_index")),
-                 F.lit(0), none)
-            .unionByName(part(reads, F.lit(1), F.lit(1), F.col("final"), F.col("index"), none,
-                              none, F.lit(0), none))
-            .unionByName(part(records, F.lit(0), F.lit(0), F.lit(0), none, none, none, F.lit(1),
+                 none)
+            .unionByName(part(reads, read_bits, F.col("index"), none, none, none))
+            .unionByName(part(records, F.lit(HELD), none, none, none,
                               F.when(F.col("committed"), F.col("epoch")))))
+    bits = F.col("bits").cast("int")
     return rows.groupBy(*VALUE).agg(
-        F.max("obs").alias("obs"), F.max("rd").alias("rd"), F.max("fin").alias("fin"),
-        F.min("read_index").alias("read_index"), F.max("ack_index").alias("ack_index"),
-        F.max("fail_index").alias("fail_index"), F.max("held").alias("held"),
-        F.min("epoch").alias("c_lo"), F.max("epoch").alias("c_hi"))
+        F.bit_or("bits").alias("bits"), F.min("read_index").alias("read_index"),
+        F.max("ack_index").alias("ack_index"), F.max("fail_index").alias("fail_index"),
+        F.min("epoch").alias("c_lo"), F.max("epoch").alias("c_hi")).select(
+        *VALUE, *[(bits.bitwiseAND(flag) != 0).cast("byte").alias(name) for name, flag in
+                  (("obs", OBS), ("rd", RD), ("fin", FIN), ("held", HELD))],
+        "read_index", "ack_index", "fail_index", "c_lo", "c_hi")
 
 
 def _distinct_values(where, prefix: str) -> list:
