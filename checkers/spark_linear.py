@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from checkers.linearizability import check_key, result, time_limit_default
 from checkers.spark_sequential import settled_keys
-from checkers.spark_tables import KEY_BITS, KEY_LIMIT, Tables, key_in_run, run_of
+from checkers.spark_tables import Tables, key_in_run, run_id
 
 SEND, READ, END, TRIMMED = 0, 1, 2, 3
 OUT_SCHEMA = "k bigint, found string, trimmed boolean"
@@ -120,31 +120,41 @@ def _search(rows: DataFrame, search) -> list:
     return rows.groupBy("k").applyInArrow(search, OUT_SCHEMA).collect()
 
 
-def run_of_k(k: int) -> int:
-    return (k + KEY_LIMIT) >> KEY_BITS
+def settle(tables: Tables) -> tuple[dict[str, tuple[int, int, int]], set[int]]:
+    """Decide the keys in plain real-time order in the JVM: -> ({run: (keys, calls,
+    configs) of the settled keys}, k of the keys left to search). One job; one row per key
+    comes back (a campaign of 100 runs of 1000 keys: 100,000 small rows)."""
+    summary: dict[str, list[int]] = {}
+    searched = set()
+    for row in settled_keys(tables).collect():
+        if not row["sequential"]:
+            searched.add(row["k"])
+            continue
+        entry = summary.setdefault(tables.runs[run_id(row["k"])], [0, 0, 0])
+        entry[0] += 1
+        entry[1] += row["calls"]
+        entry[2] += row["calls"] + 1 if row["calls"] > 0 else 0
+    return {run: tuple(entry) for run, entry in summary.items()}, searched
 
 
 def check_runs(tables: Tables, time_limit: float | None = None,
-               flagged: set[int] = frozenset()) -> dict[str, dict]:
+               flagged: set[int] = frozenset(), settled=None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables` (before tables.release()).
 
     flagged: k of keys the log checker listed; likely not linearizable, so their reads
     are shipped whole at once (a trimmed invalid key is searched again for its
-    counterexample)."""
+    counterexample). settled: `settle(tables)`'s answer with the second its work began
+    (when the caller ran it beside the anomaly checks), else it is computed here."""
     from checkers.linear.spark import _ship_package
 
     started = time.monotonic()
+    if settled is not None:
+        started, (summary, searched) = settled
+    else:
+        summary, searched = settle(tables)
     limit = time_limit_default() if time_limit is None else time_limit
     _ship_package(tables.spark.sparkContext)
     search = _searcher(time.time() + limit)
-    settled = tables._cache(settled_keys(tables))
-    calls = F.col("calls")
-    summary = {tables.runs[row["rid"]]: (row["keys"], row["calls"], row["configs"]) for row in
-               settled.where(F.col("sequential")).groupBy(run_of(F.col("k")).alias("rid"))
-               .agg(F.count("*").alias("keys"), F.sum(calls).alias("calls"),
-                    F.sum(F.when(calls > 0, calls + 1).otherwise(0)).alias("configs"))
-               .collect()}
-    searched = {row["k"] for row in settled.where(~F.col("sequential")).select("k").collect()}
     rows = _search(_rows(tables, searched, whole=flagged), search) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}
     invalid = {row["k"] for row in rows if row["trimmed"] and found[row["k"]]["valid"] is False}
@@ -153,7 +163,7 @@ def check_runs(tables: Tables, time_limit: float | None = None,
                      for row in _search(_rows(tables, invalid, trim=False), search))
     per_run: dict[str, list] = {run: [] for run in tables.runs}
     for k, verdict in found.items():
-        per_run[tables.runs[run_of_k(k)]].append((key_in_run(k), verdict))
+        per_run[tables.runs[run_id(k)]].append((key_in_run(k), verdict))
     seconds = time.monotonic() - started
     return {run: result(per_key, "spark", seconds, limit, summary.get(run, (0, 0, 0)))
             for run, per_key in per_run.items()}

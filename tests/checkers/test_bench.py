@@ -21,7 +21,7 @@ def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, 
     entry, = bench_e2e.run_jsonl_bench([5000], keys=12, out_dir=str(tmp_path), inject=1, seed=2,
                                        progress=lambda _line: None)
     assert abs(entry["lines"] - 5000) < 100, entry  # generate_jsonl sizes the final phase ahead
-    for step in ("convert", "anomalies_diff", "linearizability", "end_to_end"):
+    for step in ("convert", "check", "anomalies_diff", "linearizability", "end_to_end"):
         assert entry[step]["seconds"] >= 0 and entry[step]["baseline_s"] >= 0, step
     # generate_jsonl loses offset 1 of key 0 and reads offset 1 of key 1 only before the final phase
     assert entry["log_counts"]["lost-write"] == 1 and entry["log_counts"]["read-then-lost"] == 1
