@@ -68,7 +68,11 @@ def _needed_reads(tables: Tables, only: set[int], whole: set[int]) -> DataFrame:
     listed = tables.spark.createDataFrame([(k,) for k in sorted(whole)], "k bigint")
     whole = F.broadcast(tables.suspect_streams.select("k").unionByName(listed).distinct()
                         .withColumn("whole", F.lit(True)))
-    reads = (tables.raw("reads", only).join(acked, ["k", "offset", "vid", "vtext"], "left")
+    # T's acknowledged rows are hashed per partition (both sides partitioned by k), not
+    # sorted with every read: a sort-merge join took 21 of 99 JVM CPU-s of a concurrent
+    # 10M-line check.
+    reads = (tables._partitioned(tables.raw("reads", only))
+             .join(acked.hint("shuffle_hash"), ["k", "offset", "vid", "vtext"], "left")
              .join(whole, "k", "left"))
     trimmed = F.col("whole").isNull()
     passes = F.coalesce(trimmed & ~F.col("vtext") & (F.col("invoke_index") > F.col("ack_index")),
@@ -137,25 +141,20 @@ def settle(tables: Tables) -> tuple[dict[str, tuple[int, int, int]], set[int]]:
     return {run: tuple(entry) for run, entry in summary.items()}, searched
 
 
-def check_runs(tables: Tables, time_limit: float | None = None,
-               flagged: set[int] = frozenset(), settled=None) -> dict[str, dict]:
+def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables` (before tables.release()).
 
-    flagged: k of keys the log checker listed; likely not linearizable, so their reads
-    are shipped whole at once (a trimmed invalid key is searched again for its
-    counterexample). settled: `settle(tables)`'s answer with the second its work began
-    (when the caller ran it beside the anomaly checks), else it is computed here."""
+    Runs beside the anomaly checks (`checkers.spark_check`), so it does not wait for
+    their findings: a key found invalid with trimmed reads is searched again with all
+    of them, for a counterexample that shows whole polls."""
     from checkers.linear.spark import _ship_package
 
     started = time.monotonic()
-    if settled is not None:
-        started, (summary, searched) = settled
-    else:
-        summary, searched = settle(tables)
+    summary, searched = settle(tables)
     limit = time_limit_default() if time_limit is None else time_limit
     _ship_package(tables.spark.sparkContext)
     search = _searcher(time.time() + limit)
-    rows = _search(_rows(tables, searched, whole=flagged), search) if searched else []
+    rows = _search(_rows(tables, searched), search) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}
     invalid = {row["k"] for row in rows if row["trimmed"] and found[row["k"]]["valid"] is False}
     if invalid:  # again with every read, so the counterexample shows whole polls

@@ -65,8 +65,10 @@ def _other_sends(tables: Tables) -> DataFrame:
     append = F.col("type").eqNullSafe("ok") & F.col("offset").isNotNull()
     pinned = tables.values.where(F.col("min_offset").isNotNull()).select("k", "vid", "vtext")
     failed = F.col("type").eqNullSafe("fail")
-    landing = (sends.where(~append & ~failed).join(pinned, ["k", "vid", "vtext"])
-               .select("k", F.lit(1).alias("risky")))
+    # The few indefinite sends are hashed; the value facts V (millions of rows, already
+    # partitioned by k) stream past them instead of being sorted for a merge join.
+    landing = (sends.where(~append & ~failed).hint("shuffle_hash")
+               .join(pinned, ["k", "vid", "vtext"]).select("k", F.lit(1).alias("risky")))
     return (sends.where(~append).select("k", F.lit(0).alias("risky")).unionByName(landing)
             .groupBy("k").agg(F.sum("risky").alias("risky")))
 
