@@ -38,18 +38,20 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     started = time.monotonic()
     spark = spark or spark_session(master)
     tables = Tables(spark, run_dirs, runs)
+    beside = ThreadPoolExecutor(3, thread_name_prefix="beside")
     try:
-        with ThreadPoolExecutor(3, thread_name_prefix="beside") as beside:
-            linear = beside.submit(spark_linear.check_runs, tables, time_limit)
-            top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs,
-                            MAX_EXAMPLES)
-            log = beside.submit(_stamped, spark_log.results, tables, top)
-            diff = beside.submit(_stamped, spark_diff.results, tables, top, complete)
-            log, diff, linear = log.result(), diff.result(), linear.result()
-            if timings is not None:
-                timings["anomalies_diff_s"] = round(
-                    max(_ended(log), _ended(diff)) - started, 1)
+        linear = beside.submit(spark_linear.check_runs, tables, time_limit)
+        top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
+        log = beside.submit(_stamped, spark_log.results, tables, top)
+        diff = beside.submit(_stamped, spark_diff.results, tables, top, complete)
+        log, diff, linear = log.result(), diff.result(), linear.result()
+        if timings is not None:
+            timings["anomalies_diff_s"] = round(max(_ended(log), _ended(diff)) - started, 1)
+    except BaseException:  # Ctrl-C or a failed job: stop the jobs of the other threads too
+        spark.sparkContext.cancelAllJobs()
+        raise
     finally:
+        beside.shutdown(wait=True, cancel_futures=True)
         tables.release()
     return {run: {"log": log[1][run], "replica-diff": diff[1][run],
                   "linearizability": linear[run]} for run in runs}
