@@ -370,8 +370,9 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
     Baseline: a Spark job that reads every column of every table of the run
     (for the local driver: loading the rows into Python). Reported:
     seconds (the Spark figure is the whole check; anomalies_diff_s and
-    linearizability_s are its two parts, which run side by side), ratio to the baseline, peak memory of the
-    driver JVM and of this Python process, and the anomaly counts (which must match the injections).
+    linearizability_s are its two parts, which run side by side), ratio to the
+    baseline, peak memory of the driver JVM and of this Python process, and the
+    anomaly counts (which must match the injections).
     repeat: checks of each size in the same session (the last is reported: warm when > 1).
     """
     from checkers import linearizability, log_anomalies, replica_diff

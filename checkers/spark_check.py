@@ -44,24 +44,20 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
         log = beside.submit(_stamped, spark_log.results, tables, top)
         diff = beside.submit(_stamped, spark_diff.results, tables, top, complete)
-        log, diff, linear = log.result(), diff.result(), linear.result()
+        (log_done, log), (diff_done, diff), linear = log.result(), diff.result(), linear.result()
         if timings is not None:
-            timings["anomalies_diff_s"] = round(max(_ended(log), _ended(diff)) - started, 1)
+            timings["anomalies_diff_s"] = round(max(log_done, diff_done) - started, 1)
     except BaseException:  # Ctrl-C or a failed job: stop the jobs of the other threads too
         spark.sparkContext.cancelAllJobs()
         raise
     finally:
         beside.shutdown(wait=True, cancel_futures=True)
         tables.release()
-    return {run: {"log": log[1][run], "replica-diff": diff[1][run],
-                  "linearizability": linear[run]} for run in runs}
+    return {run: {"log": log[run], "replica-diff": diff[run], "linearizability": linear[run]}
+            for run in runs}
 
 
 def _stamped(work, *args):
     """(the monotonic second `work` ended, its answer)."""
     answer = work(*args)
     return time.monotonic(), answer
-
-
-def _ended(stamped) -> float:
-    return stamped[0]

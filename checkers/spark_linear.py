@@ -30,15 +30,14 @@ SEND, READ, END, TRIMMED = 0, 1, 2, 3
 OUT_SCHEMA = "k bigint, found string, trimmed boolean"
 
 
-def _rows(tables: Tables, only: set[int], trim: bool = True,
-          whole: set[int] = frozenset()) -> DataFrame:
+def _rows(tables: Tables, only: set[int], trim: bool = True) -> DataFrame:
     """k, kind, value, offset, type, process, a (invocation), b (completion) of every call
     row of the keys `only`; with `trim`, only the reads the search needs (`_needed_reads`)."""
     none = F.lit(None)
     sends = tables._keyed("sends", only).select(
         "k", F.lit(SEND).alias("kind"), "value", "offset", "type", "process",
         F.col("invoke_index").alias("a"), F.col("complete_index").alias("b"))
-    reads = (_needed_reads(tables, only, whole) if trim and tables.suspect_streams is not None
+    reads = (_needed_reads(tables, only) if trim and tables.suspect_streams is not None
              else tables._keyed("reads", only).withColumn("kind", F.lit(READ)))
     reads = reads.select(
         "k", "kind", "value", "offset", none.cast("string").alias("type"),
@@ -51,9 +50,9 @@ def _rows(tables: Tables, only: set[int], trim: bool = True,
     return sends.unionByName(reads).unionByName(ends)
 
 
-def _needed_reads(tables: Tables, only: set[int], whole: set[int]) -> DataFrame:
+def _needed_reads(tables: Tables, only: set[int]) -> DataFrame:
     """The reads of keys `only` that can matter to the search, kind TRIMMED on keys trimmed
-    (all but the keys `whole` and those with a suspect stream).
+    (all but those with a suspect stream).
 
     A record (offset, integer value) whose poll was invoked after every ok send of that
     value at that offset completed passes in every state the search can try the poll in
@@ -65,14 +64,9 @@ def _needed_reads(tables: Tables, only: set[int], whole: set[int]) -> DataFrame:
     """
     acked = tables.triples.where(F.col("ack_index").isNotNull()).select(
         "k", "offset", "vid", "vtext", "ack_index")
-    listed = tables.spark.createDataFrame([(k,) for k in sorted(whole)], "k bigint")
-    whole = F.broadcast(tables.suspect_streams.select("k").unionByName(listed).distinct()
+    whole = F.broadcast(tables.suspect_streams.select("k").distinct()
                         .withColumn("whole", F.lit(True)))
-    # T's acknowledged rows are hashed per partition (both sides partitioned by k), not
-    # sorted with every read: a sort-merge join took 21 of 99 JVM CPU-s of a concurrent
-    # 10M-line check.
-    reads = (tables._partitioned(tables.raw("reads", only))
-             .join(acked.hint("shuffle_hash"), ["k", "offset", "vid", "vtext"], "left")
+    reads = (tables.raw("reads", only).join(acked, ["k", "offset", "vid", "vtext"], "left")
              .join(whole, "k", "left"))
     trimmed = F.col("whole").isNull()
     passes = F.coalesce(trimmed & ~F.col("vtext") & (F.col("invoke_index") > F.col("ack_index")),

@@ -75,7 +75,7 @@ def run_id(k: int) -> int:
 
 def key_in_run(k: int) -> int:
     """The key of a k, in Python."""
-    return k - ((k + KEY_LIMIT) >> KEY_BITS) * KEY_SPAN
+    return k - run_id(k) * KEY_SPAN
 
 
 def key_of(k):
