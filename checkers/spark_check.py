@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from checkers import spark_diff, spark_linear, spark_log
 from checkers.log_anomalies import MAX_EXAMPLES
 from checkers.spark_flags import top_flags
+from checkers.spark_sequential import settled_keys
 from checkers.spark_session import spark_session
 from checkers.spark_tables import Tables
 
@@ -38,10 +39,16 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     started = time.monotonic()
     spark = spark or spark_session(master)
     tables = Tables(spark, run_dirs, runs)
-    beside = ThreadPoolExecutor(3, thread_name_prefix="beside")
+    beside = ThreadPoolExecutor(4, thread_name_prefix="beside")
     try:
-        linear = beside.submit(spark_linear.check_runs, tables, time_limit)
+        order = beside.submit(_timed, lambda: settled_keys(tables).collect())
+        linear = beside.submit(lambda: spark_linear.check_runs(tables, time_limit, order.result()))
         top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
+        stepped, _seconds = order.result()
+        send_order = spark_log.send_order(tables, {row["k"] for row in stepped
+                                                   if not row["stepped"]})
+        if send_order is not None:
+            top.update(top_flags([send_order], runs, MAX_EXAMPLES))
         log = beside.submit(_stamped, spark_log.results, tables, top)
         diff = beside.submit(_stamped, spark_diff.results, tables, top, complete)
         (log_done, log), (diff_done, diff), linear = log.result(), diff.result(), linear.result()
@@ -55,6 +62,13 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         tables.release()
     return {run: {"log": log[run], "replica-diff": diff[run], "linearizability": linear[run]}
             for run in runs}
+
+
+def _timed(work) -> tuple:
+    """(its answer, the seconds `work` took)."""
+    started = time.monotonic()
+    answer = work()
+    return answer, time.monotonic() - started
 
 
 def _stamped(work, *args):

@@ -118,13 +118,15 @@ def _search(rows: DataFrame, search) -> list:
     return rows.groupBy("k").applyInArrow(search, OUT_SCHEMA).collect()
 
 
-def settle(tables: Tables) -> tuple[dict[str, tuple[int, int, int]], set[int]]:
+def settle(tables: Tables, order: list | None = None
+           ) -> tuple[dict[str, tuple[int, int, int]], set[int]]:
     """Decide the keys in plain real-time order in the JVM: -> ({run: (keys, calls,
-    configs) of the settled keys}, k of the keys left to search). One job; one row per key
-    comes back (a campaign of 100 runs of 1000 keys: 100,000 small rows)."""
+    configs) of the settled keys}, k of the keys left to search). order: the collected
+    rows of `settled_keys`, else one job collects them (one row per key: a campaign of
+    100 runs of 1000 keys is 100,000 small rows)."""
     summary: dict[str, list[int]] = {}
     searched = set()
-    for row in settled_keys(tables).collect():
+    for row in order if order is not None else settled_keys(tables).collect():
         if not row["sequential"]:
             searched.add(row["k"])
             continue
@@ -135,16 +137,19 @@ def settle(tables: Tables) -> tuple[dict[str, tuple[int, int, int]], set[int]]:
     return {run: tuple(entry) for run, entry in summary.items()}, searched
 
 
-def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dict]:
+def check_runs(tables: Tables, time_limit: float | None = None,
+               order: tuple[list, float] | None = None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables` (before tables.release()).
+    order: the collected rows of `settled_keys` and the seconds they took, if the caller
+    has them (they count in the result's time).
 
     Runs beside the anomaly checks (`checkers.spark_check`), so it does not wait for
     their findings: a key found invalid with trimmed reads is searched again with all
     of them, for a counterexample that shows whole polls."""
     from checkers.linear.spark import _ship_package
 
-    started = time.monotonic()
-    summary, searched = settle(tables)
+    started = time.monotonic() - (order[1] if order else 0.0)
+    summary, searched = settle(tables, order[0] if order else None)
     limit = time_limit_default() if time_limit is None else time_limit
     _ship_package(tables.spark.sparkContext)
     search = _searcher(time.time() + limit)

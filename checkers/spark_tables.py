@@ -163,17 +163,23 @@ class Tables:
     def _partitioned(self, frame: DataFrame) -> DataFrame:
         return frame.repartition(self.width, "k")
 
-    def sends(self) -> DataFrame:
-        """S: k, offset, vid, vtext, type (0 ok, 1 fail, 2 info), process, invoke/complete index."""
+    def sends(self, keys: DataFrame | None = None) -> DataFrame:
+        """S: k, offset, vid, vtext, type (0 ok, 1 fail, 2 info), process, invoke/complete index.
+
+        keys: keep only these k (broadcast, before the shuffle).
+        """
         kind = F.col("type")
         code = F.when(kind == "ok", 0).when(kind == "fail", 1).otherwise(2).cast("byte")
-        return self._partitioned(self.raw("sends").select(
+        raw = self.raw("sends")
+        if keys is not None:
+            raw = raw.join(F.broadcast(keys.select("k")), "k")
+        return self._partitioned(raw.select(
             "k", "offset", "vid", "vtext", code.alias("type"), "process", "invoke_index",
             "complete_index"))
 
-    def acks(self) -> DataFrame:
-        """Ok sends with an offset: the acknowledged (offset, value) pairs."""
-        return self.sends().where((F.col("type") == 0) & F.col("offset").isNotNull())
+    def acks(self, keys: DataFrame | None = None) -> DataFrame:
+        """Ok sends with an offset: the acknowledged (offset, value) pairs (of `keys` only)."""
+        return self.sends(keys).where((F.col("type") == 0) & F.col("offset").isNotNull())
 
     def reads(self, streams: DataFrame | None = None) -> DataFrame:
         """R: k, offset, vid, vtext, process, index, pos, session, final.
@@ -238,9 +244,24 @@ class Tables:
 
 def _with_value_id(frame: DataFrame) -> DataFrame:
     number = F.col("value").try_cast("bigint")
-    exact = F.coalesce(number.cast("string") == F.col("value"), F.lit(False))
+    exact = F.coalesce(F.length("value") == _canonical_length(number), F.lit(False))
     return (frame.withColumn("vtext", ~exact)
             .withColumn("vid", F.when(exact, number).otherwise(F.xxhash64("value"))))
+
+
+def _canonical_length(number):
+    """Characters of a bigint's canonical text, counted without writing it.
+
+    A text that parses to n is n's canonical text iff it is as long: anything
+    else that parses (a sign '+', spaces, leading zeros, a fraction) adds
+    characters. Comparing lengths instead of `number.cast("string") == value`
+    saves a string per row: a third of the cost of reading the 15M records of a
+    10M-op run (2.2 vs 3.2 CPU-s, measured).
+    """
+    length = F.lit(1) + (number < 0).cast("int")
+    for power in range(1, 19):
+        length = length + ((number >= 10 ** power) | (number <= -10 ** power)).cast("int")
+    return length
 
 
 VALUE = ["k", "offset", "vid", "vtext"]

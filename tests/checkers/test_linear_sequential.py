@@ -266,19 +266,50 @@ def on_spark(spark, tmp_path_factory):
         dirs.append(str(root / run))
     tables = Tables(spark, dirs, runs)
     try:
-        settled = {run: set() for run in runs}
-        for row in (settled_keys(tables).where(F.col("sequential"))
-                    .select(run_of(F.col("k")).alias("rid"), "k").collect()):
-            settled[runs[row["rid"]]].add(key_in_run(row["k"]))
+        settled, stepped, every = ({run: set() for run in runs} for _ in range(3))
+        for row in (settled_keys(tables).select(run_of(F.col("k")).alias("rid"), "k",
+                                                "sequential", "stepped").collect()):
+            run, key = runs[row["rid"]], key_in_run(row["k"])
+            every[run].add(key)
+            if row["sequential"]:
+                settled[run].add(key)
+            if row["stepped"]:
+                stepped[run].add(key)
         found = spark_linear.check_runs(tables)
     finally:
         tables.release()
-    return settled, found
+    return settled, found, stepped, every
+
+
+def _unstepped_keys(ops: list[dict]) -> set:
+    """Keys with an acknowledged send invoked before an earlier one completed, or at an
+    offset not above every earlier one (earlier: by invocation)."""
+    appends: dict[int, list] = {}
+    for key, _value, offset, kind, _process, invoke, complete in flatten(ops)[0]:
+        if kind == "ok" and offset is not None:
+            appends.setdefault(key, []).append((invoke, complete, offset))
+    out = set()
+    for key, calls in appends.items():
+        calls.sort()
+        for i, (invoke, _complete, offset) in enumerate(calls[1:], 1):
+            if (invoke <= max(c for _i, c, _o in calls[:i])
+                    or offset <= max(o for _i, _c, o in calls[:i])):
+                out.add(key)
+    return out
+
+
+def test_spark_finds_the_keys_whose_sends_cannot_be_out_of_order(on_spark):
+    _settled, _found, stepped, every = on_spark
+    unstepped = {name: _unstepped_keys(CASES[name][0]().ops) for name in CASES}
+    assert unstepped["concurrent"] and unstepped["appends-out-of-order"]
+    assert not unstepped["sequential"] and stepped["sequential"]
+    for name in CASES:
+        assert stepped[name] == every[name] - unstepped[name], name
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_spark_settles_exactly_the_sequential_keys_and_equals_local(on_spark, name):
-    settled, found = on_spark
+    settled, found, _stepped, _every = on_spark
     make, valid, _in_python, shortcut = CASES[name]
     assert settled[name] == shortcut
     flat = flatten(make().ops)
