@@ -5,11 +5,15 @@ Input: Parquet run dirs written by `checkers.parquet` (each row tagged with
 its run name). The tables of `checkers.spark_tables` are built (their
 per-key facts cached) once, every anomaly kind of both checkers is flagged
 in one union and collected by one job, then a few small lookup jobs fill in
-the listed examples, and the caches are released. The linearizability
-checker runs in a second driver thread beside the flag job and the lookups:
-Spark interleaves the jobs' tasks, so the cores stay busy while one job's
-driver side plans or collects, or its stage has fewer tasks than cores, and
-the Python search works while the JVM does.
+the listed examples, and the caches are released. Beside the flag job, a
+second driver thread runs the window over each key's calls in time order
+(`checkers.spark_sequential.settled_keys`), which serves twice: the
+linearizability checker goes on in that thread with the keys it could not
+settle, and the send-order kinds are flagged (one more job) only on the keys
+whose acknowledged sends it did not find stepped. Spark interleaves the jobs'
+tasks, so the cores stay busy while one job's driver side plans or collects,
+or its stage has fewer tasks than cores, and the Python search works while
+the JVM does.
 """
 
 from __future__ import annotations
@@ -44,13 +48,13 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         order = beside.submit(_timed, lambda: settled_keys(tables).collect())
         linear = beside.submit(lambda: spark_linear.check_runs(tables, time_limit, order.result()))
         top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
+        diff = beside.submit(_stamped, spark_diff.results, tables, dict(top), complete)
         stepped, _seconds = order.result()
         send_order = spark_log.send_order(tables, {row["k"] for row in stepped
                                                    if not row["stepped"]})
         if send_order is not None:
             top.update(top_flags([send_order], runs, MAX_EXAMPLES))
         log = beside.submit(_stamped, spark_log.results, tables, top)
-        diff = beside.submit(_stamped, spark_diff.results, tables, top, complete)
         (log_done, log), (diff_done, diff), linear = log.result(), diff.result(), linear.result()
         if timings is not None:
             timings["anomalies_diff_s"] = round(max(log_done, diff_done) - started, 1)
