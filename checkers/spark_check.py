@@ -48,13 +48,12 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         order = beside.submit(_timed, lambda: settled_keys(tables).collect())
         linear = beside.submit(lambda: spark_linear.check_runs(tables, time_limit, order.result()))
         top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
-        diff = beside.submit(_stamped, spark_diff.results, tables, dict(top), complete)
-        stepped, _seconds = order.result()
-        send_order = spark_log.send_order(tables, {row["k"] for row in stepped
+        diff = beside.submit(_stamped, spark_diff.results, tables, top, complete)
+        per_key, _seconds = order.result()
+        send_order = spark_log.send_order(tables, {row["k"] for row in per_key
                                                    if not row["stepped"]})
-        if send_order is not None:
-            top.update(top_flags([send_order], runs, MAX_EXAMPLES))
-        log = beside.submit(_stamped, spark_log.results, tables, top)
+        late = top_flags([send_order], runs, MAX_EXAMPLES) if send_order is not None else {}
+        log = beside.submit(_stamped, spark_log.results, tables, {**top, **late})
         (log_done, log), (diff_done, diff), linear = log.result(), diff.result(), linear.result()
         if timings is not None:
             timings["anomalies_diff_s"] = round(max(log_done, diff_done) - started, 1)
