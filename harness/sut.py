@@ -261,7 +261,7 @@ class System:
     roles: dict[str, str] = field(default_factory=dict)   # role -> host name added to n1..nN
     # role hosts that depend on the settings (the replica's store host with tiered storage);
     # default: `roles`. Role hosts listed in `fault_roles` are fault targets like data nodes.
-    plan_roles: Callable[[dict], dict] | None = None
+    plan_roles: Callable[[dict, SystemOptions | None], dict] | None = None
     fault_roles: tuple[str, ...] = ()
     code: tuple[str, ...] = ()                        # folders (repo-relative) installed on the hosts
     check_settings: Callable[[dict, SystemOptions], None] | None = None  # ValueError, one line
@@ -277,7 +277,7 @@ class System:
         return {} if variant is None or self.variant_option is None else {self.variant_option: variant}
 
     def host_plan(self, nodes: int, options: SystemOptions | None = None, settings: dict | None = None) -> HostPlan:
-        roles = self.plan_roles(settings or {}) if self.plan_roles is not None else dict(self.roles)
+        roles = self.plan_roles(settings or {}, options) if self.plan_roles is not None else dict(self.roles)
         return HostPlan(data_nodes(nodes), roles, [h for r, h in roles.items() if r in self.fault_roles])
 
     def has(self, capability: str) -> bool:

@@ -11,7 +11,8 @@ say() { echo "setup: $*" >&2; }
 
 # fuse3 + libfuse3-3: lazyfs (power faults); libfaketime: clock faults; iproute2 has tc (packet faults)
 # nats-server: the NATS JetStream system under test (systems/nats)
-DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless chromium fuse3 libfuse3-3 libfaketime nats-server)
+# maven: Kafka's jars from Maven Central (systems/kafka/setup.sh)
+DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless chromium fuse3 libfuse3-3 libfaketime nats-server maven)
 missing=()
 for p in "${DEBS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -43,4 +44,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import
     .venv/bin/pip install -q -e ".[test]"
     echo "$want" > "$stamp"
 fi
+# Systems that need more than Debian and PyPI (Kafka's jars from Maven Central) set themselves up.
+for hook in systems/*/setup.sh; do
+    [ -x "$hook" ] && bash "$hook"
+done
 say "ready (.venv/bin/harness)"

@@ -22,7 +22,7 @@ def tiered(settings: dict) -> bool:
     return str(settings.get("remote.storage.enable", "false")).lower() in ("true", "1", "yes")
 
 
-def plan_roles(settings: dict) -> dict:
+def plan_roles(settings: dict, options=None) -> dict:
     """The controller, plus the remote store's host with tiered storage."""
     return {"controller": CONTROLLER, **({"store": STORE} if tiered(settings) else {})}
 

@@ -1,0 +1,105 @@
+"""Apache Kafka (4.x on KRaft; jars from Maven Central, confluent-kafka on
+the data path) as a system under test.
+
+Hosts: brokers n1..nN (broker id i on n<i>) and, by default, one
+controller-only KRaft node on the role host `ctl` (id 100): with a combined
+quorum of three, two nodes down would also stop the metadata quorum, which
+breaks the scenarios that take two brokers down. `controllers: combined`
+runs broker and controller in one process on every node instead.
+
+Key k is partition k of topic `log`. Settings are Kafka's own names
+(systems/kafka/settings/<line>.txt lists them; an unknown one is refused
+before any host exists); topic settings go to CreateTopics, broker settings to
+every broker's properties.
+
+System options: `version` (the jars: systems/kafka/maven/pom.xml, resolved
+into build/kafka/<version>/lib), `elr` (KIP-966's eligible.leader.replicas.version
+feature, set when the metadata is formatted), `fsync` (none: Kafka's default,
+the OS flushes; every: log.flush.interval.messages=1), `controllers`
+(dedicated | combined) and `idempotent` (the client's idempotent producer
+instead of one broker answer per send).
+
+Dumps: each stopped broker's segment files are read back (record batch v2
+with its partitionLeaderEpoch; systems/kafka/segments.py, run on the host), so
+the replica diff compares real Kafka replicas offset by offset.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import field_validator
+
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, System,
+                         SystemOptions)
+
+CONTROLLER = "ctl"
+DEFAULT_VERSION = "4.1.1"
+VERSIONS = ("4.0.1", "4.1.1", "4.2.1")   # served by Maven Central (mvn dependency:get), 2026-11-26
+
+
+class KafkaOptions(SystemOptions):
+    version: str = DEFAULT_VERSION
+    elr: bool = True
+    fsync: Literal["none", "every"] = "none"
+    controllers: Literal["dedicated", "combined"] = "dedicated"
+    idempotent: bool = False
+
+    @field_validator("version")
+    @classmethod
+    def _kraft_version(cls, v: str) -> str:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", v):
+            raise ValueError(f"version {v!r}: give a Kafka release like {DEFAULT_VERSION}")
+        if int(v.split(".")[0]) < 4:
+            raise ValueError(f"version {v}: this adapter runs Kafka 4.x on KRaft; use 4.0.0 or later")
+        return v
+
+
+def plan_roles(settings: dict, options: KafkaOptions | None = None) -> dict:
+    """The controller host, unless the quorum is combined into the brokers."""
+    if options is not None and options.controllers == "combined":
+        return {}
+    return {"controller": CONTROLLER}
+
+
+def _make_db(cluster, plan, shape, options):
+    from systems.kafka.db import KafkaDb
+
+    return KafkaDb(cluster, plan, shape, options, SYSTEM)
+
+
+def check_settings(settings: dict, options: KafkaOptions) -> None:
+    """Kafka's names only (ValueError, one line); the jars are resolved here,
+    before any host exists, so a version Maven does not serve stops the run at once."""
+    from systems.kafka import install, settings as names
+
+    names.check(settings, options.version)
+    install.ensure_jars(options.version)
+
+
+def setting_value(name: str, settings: dict, options: KafkaOptions) -> float:
+    from systems.kafka.config import effective
+
+    return float(effective(name, settings, options))
+
+
+SYSTEM = System(
+    name="kafka",
+    description="Apache Kafka 4.x (KRaft, jars from Maven Central, confluent-kafka): topic `log`, "
+                "controller ctl + brokers n1..nN",
+    options=KafkaOptions,
+    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS}),
+    faults=frozenset({"kill", "pause", "partition", "packet", "power", "corrupt"}),
+    make_db=_make_db,
+    roles={"controller": CONTROLLER},
+    plan_roles=plan_roles,
+    check_settings=check_settings,
+    setting_value=setting_value,
+    variant_option="version",
+    variants=VERSIONS,
+    default_settings=lambda rf: {"min.insync.replicas": min(2, rf)},
+    lacks={
+        CLOCK: "the JVM's clock under libfaketime is not verified yet; clock faults are refused",
+        "fault clock": "the JVM's clock under libfaketime is not verified yet; clock faults are refused",
+    },
+)

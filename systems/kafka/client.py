@@ -1,0 +1,325 @@
+"""harness.sut.LogClient over Apache Kafka with confluent-kafka (librdkafka),
+the client most Kafka users run outside the JVM.
+
+Keys are the partitions of one topic `log`; values are the workload's JSON
+values as UTF-8 text.
+
+Sends (Jepsen-like precision: one send, one broker answer):
+- `retries=0` and idempotence off, so librdkafka never re-sends on its own
+  and every answer the broker gives reaches the history. An idempotent
+  variant (`idempotent=True`: `enable.idempotence`, librdkafka's own retries)
+  is what most applications run; its sends are retried inside the client.
+- one producer per `acks` value (acks is a producer setting in librdkafka).
+- DefiniteError (`fail`): the broker refused the batch before appending it
+  (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, MSG_SIZE_TOO_LARGE, an
+  unknown partition, a fenced or unknown leader epoch, ...), or librdkafka
+  refused it before sending (queue full).
+- IndefiniteError (`info`): REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND
+  (appended, then not committed in time), a lost connection, a local message
+  timeout, anything else.
+
+Reads: one consumer per client, `assign` + seek to the caller's position
+(no group, no commits, so the position lives in the client exactly as with the
+replica), reading up to the high watermark (read_uncommitted). A position
+past the log end is OFFSET_OUT_OF_RANGE, which the workload treats as a
+truncated log. Offsets come from ListOffsets (`end_offset`: the HW).
+
+Metadata (`metadata`) uses kafka-python's DescribeTopicPartitions (KIP-966),
+the one admin call that returns the leader epoch and the eligible leader
+replicas beside the leader and the ISR.
+
+librdkafka is a blocking C library with its own threads: calls run on the
+event loop's worker threads, which inherit the client thread's network
+namespace (setns is per thread; threads inherit it when they are created).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+from harness.sut import DefiniteError, IndefiniteError, KeyMeta
+
+TOPIC = "log"
+# Per-topic settings (Kafka's names) passed to CreateTopics; the rest are broker settings.
+TOPIC_SETTINGS = ("min.insync.replicas", "unclean.leader.election.enable", "segment.bytes",
+                  "flush.messages", "flush.ms", "retention.ms", "retention.bytes", "local.retention.ms",
+                  "local.retention.bytes", "remote.storage.enable", "segment.ms", "message.timestamp.type")
+
+# Broker error names whose batch was certainly not appended.
+DEFINITE = frozenset({
+    "NOT_ENOUGH_REPLICAS", "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "MSG_SIZE_TOO_LARGE",
+    "UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "INVALID_REQUIRED_ACKS",
+    "TOPIC_AUTHORIZATION_FAILED", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "RECORD_LIST_TOO_LARGE",
+    "INVALID_RECORD", "CORRUPT_MESSAGE", "KAFKA_STORAGE_ERROR", "_QUEUE_FULL", "_MSG_SIZE_TOO_LARGE",
+    "LEADER_NOT_AVAILABLE", "_INVALID_ARG",
+})
+
+
+def node_name(broker_id) -> str | None:
+    """Broker id i runs on n<i>; -1 (no leader) is None."""
+    return None if broker_id is None or broker_id < 0 else f"n{broker_id}"
+
+
+def encode(value) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def decode(raw: bytes | None):
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def error_name(err) -> str:
+    """librdkafka's name of a KafkaError (e.g. NOT_ENOUGH_REPLICAS)."""
+    try:
+        return err.name()
+    except Exception:
+        return str(err)
+
+
+def classify(err) -> type[DefiniteError] | type[IndefiniteError]:
+    return DefiniteError if error_name(err) in DEFINITE else IndefiniteError
+
+
+def partition_meta(p: dict) -> KeyMeta:
+    """KeyMeta from one partition of a DescribeTopicPartitions answer."""
+    return KeyMeta(leader=node_name(p.get("leader_id")), epoch=p.get("leader_epoch"),
+                   replicas=tuple(node_name(b) for b in p.get("replica_nodes") or ()),
+                   isr=tuple(node_name(b) for b in p.get("isr_nodes") or ()))
+
+
+def elr(p: dict) -> tuple[str, ...]:
+    return tuple(node_name(b) for b in p.get("eligible_leader_replicas") or ())
+
+
+class _Poller:
+    """Serves one producer's delivery callbacks from a daemon thread (librdkafka
+    calls them from inside `poll`)."""
+
+    def __init__(self, producer):
+        self.producer = producer
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="kafka-producer-poll")
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.producer.poll(0.05)
+            except Exception:  # noqa: BLE001 - a callback's error must not end delivery
+                pass
+
+
+class KafkaLogClient:
+    def __init__(self, bootstrap: list[tuple[str, int]], request_timeout: float = 5.0,
+                 idempotent: bool = False, topic_config: dict | None = None):
+        self.topic_config = topic_config   # the DB's split of the run's settings (None: pick TOPIC_SETTINGS)
+        self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)
+        self.request_timeout = request_timeout
+        self.idempotent = idempotent
+        self._producers: dict[str, tuple[object, _Poller]] = {}
+        self._consumer = None
+        self._admin = None
+        self._read_lock = asyncio.Lock()
+        self._closed = False
+
+    # -- the librdkafka objects, made on first use ---------------------------
+    def _producer(self, acks: str):
+        if acks not in self._producers:
+            from confluent_kafka import Producer
+
+            ms = int(self.request_timeout * 1000)
+            conf = {"bootstrap.servers": self.bootstrap, "acks": acks, "linger.ms": 0,
+                    "request.timeout.ms": max(1000, ms - 500), "message.timeout.ms": ms,
+                    "socket.timeout.ms": ms, "topic.metadata.refresh.interval.ms": 1000,
+                    "metadata.max.age.ms": 3000, "reconnect.backoff.max.ms": 500,
+                    "log_level": 0}
+            if self.idempotent:
+                conf.update({"enable.idempotence": True, "acks": "all"})
+            else:
+                conf.update({"enable.idempotence": False, "retries": 0, "max.in.flight": 1})
+            producer = Producer(conf)
+            self._producers[acks] = (producer, _Poller(producer))
+        return self._producers[acks][0]
+
+    def _consumer_(self):
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            ms = int(self.request_timeout * 1000)
+            self._consumer = Consumer({
+                "bootstrap.servers": self.bootstrap, "group.id": "replog-reader", "enable.auto.commit": False,
+                "enable.auto.offset.store": False, "auto.offset.reset": "error", "enable.partition.eof": True,
+                "fetch.wait.max.ms": 100, "isolation.level": "read_uncommitted", "socket.timeout.ms": ms,
+                "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 500, "log_level": 0})
+        return self._consumer
+
+    def _kadmin(self):
+        if self._admin is None:
+            from kafka.admin import KafkaAdminClient
+
+            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
+                                           request_timeout_ms=int(self.request_timeout * 1000),
+                                           client_id="replog-inspector")
+        return self._admin
+
+    # -- LogClient -------------------------------------------------------------
+    async def create(self, keys: int, replication_factor: int, config: dict) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        chosen = self.topic_config if self.topic_config is not None else \
+            {k: v for k, v in config.items() if k in TOPIC_SETTINGS}
+        topic_config = {k: _text(v) for k, v in chosen.items()}
+
+        def create() -> None:
+            admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+            futures = admin.create_topics([NewTopic(TOPIC, keys, replication_factor, config=topic_config)],
+                                          request_timeout=self.request_timeout)
+            try:
+                futures[TOPIC].result(timeout=self.request_timeout + 1)
+            except Exception as e:
+                if "TOPIC_ALREADY_EXISTS" not in str(e) and "already exists" not in str(e):
+                    raise DefiniteError(f"create topic: {e}") from None
+
+        await asyncio.to_thread(create)
+
+    async def metadata(self) -> dict[int, KeyMeta]:
+        return {k: partition_meta(p) for k, p in (await self.describe()).items()}
+
+    async def describe(self) -> dict[int, dict]:
+        """The partitions of the topic as DescribeTopicPartitions answers them."""
+        def describe() -> dict[int, dict]:
+            try:
+                answer = self._kadmin().describe_topic_partitions([TOPIC])
+            except Exception as e:
+                self._drop_admin()
+                raise IndefiniteError(f"describe: {type(e).__name__}: {e}") from None
+            for topic in answer.get("topics") or ():
+                if topic.get("name") == TOPIC and not topic.get("error_code"):
+                    return {int(p["partition_index"]): p for p in topic.get("partitions") or ()}
+            raise DefiniteError(f"topic {TOPIC!r} not found")
+
+        return await asyncio.to_thread(describe)
+
+    def _drop_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception:
+                pass
+
+    async def send(self, key: int, value, acks: str = "all") -> int:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+
+        def settle(err, offset) -> None:
+            if future.done():
+                return
+            if err is None:
+                future.set_result(offset)
+            else:
+                future.set_exception(classify(err)(error_name(err)))
+
+        def delivered(err, msg) -> None:
+            offset = None if err is not None else msg.offset()
+            try:
+                loop.call_soon_threadsafe(settle, err, offset)
+            except RuntimeError:  # the loop is gone
+                pass
+
+        def produce() -> None:
+            from confluent_kafka import KafkaException
+
+            try:
+                self._producer(acks).produce(TOPIC, value=encode(value), partition=key, on_delivery=delivered)
+            except BufferError as e:
+                raise DefiniteError(f"_QUEUE_FULL: {e}") from None
+            except KafkaException as e:
+                err = e.args[0] if e.args else e
+                raise classify(err)(error_name(err)) from None
+
+        await asyncio.to_thread(produce)
+        offset = await future
+        return offset if offset is not None and offset >= 0 else -1   # acks=0: the broker gives no offset
+
+    async def poll(self, key: int, offset: int, max_records: int = 1000) -> list[tuple[int, object]]:
+        from confluent_kafka import KafkaError, TopicPartition
+
+        def read() -> list[tuple[int, object]]:
+            consumer = self._consumer_()
+            consumer.assign([TopicPartition(TOPIC, key, offset)])
+            out: list[tuple[int, object]] = []
+            waited = 0.0
+            while len(out) < max_records and waited < self.request_timeout:
+                msgs = consumer.consume(num_messages=max_records - len(out), timeout=0.2)
+                waited += 0.2
+                for m in msgs:
+                    err = m.error()
+                    if err is None:
+                        out.append((m.offset(), decode(m.value())))
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        return out
+                    elif err.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
+                        raise DefiniteError(f"OFFSET_OUT_OF_RANGE: {err.str()}")
+                    else:
+                        raise DefiniteError(f"{error_name(err)}: {err.str()}")
+                if out and not msgs:
+                    return out
+            return out
+
+        async with self._read_lock:
+            return await asyncio.to_thread(read)
+
+    async def end_offset(self, key: int) -> int:
+        from confluent_kafka import TopicPartition
+
+        def watermarks() -> int:
+            try:
+                _low, high = self._consumer_().get_watermark_offsets(TopicPartition(TOPIC, key),
+                                                                      timeout=self.request_timeout)
+            except Exception as e:
+                raise IndefiniteError(f"list offsets: {e}") from None
+            return high
+
+        async with self._read_lock:
+            return await asyncio.to_thread(watermarks)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        producers, self._producers = list(self._producers.values()), {}
+        consumer, self._consumer = self._consumer, None
+
+        def close() -> None:
+            for producer, poller in producers:
+                poller.stop.set()
+                poller.thread.join(1.0)
+                try:
+                    producer.flush(0)
+                except Exception:
+                    pass
+            if consumer is not None:
+                try:
+                    consumer.close()
+                except Exception:
+                    pass
+            self._drop_admin()
+
+        try:
+            await asyncio.wait_for(asyncio.to_thread(close), 5.0)
+        except Exception:
+            pass
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)

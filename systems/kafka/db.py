@@ -1,0 +1,233 @@
+"""Kafka's KRaft nodes on a cluster's hosts, through Remote calls only, so it
+works on every backend. Implements harness.sut.DB, Process and Pausable.
+
+Per node, under <work_dir>/<node>/: `server.properties` (systems/kafka/config.py),
+`log4j2.properties`, `kafka.log` (the JVM's stdout and stderr) and `data/`
+(log.dirs and the KRaft metadata log: everything the node persists, so a
+faults layer may mount there before setup).
+
+Set-up: every node's storage is formatted with Kafka's own
+`kafka.tools.StorageTool format` (one cluster id per run, the
+eligible.leader.replicas.version feature from the `elr` option), then each
+starts as `java -Xmx... kafka.Kafka server.properties`. The jars: on a
+network-namespace host, this machine's build/kafka/<version>/lib; on docker
+and ssh hosts, the same folder uploaded to the host's work directory once.
+"""
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import json
+import os
+import tempfile
+import uuid
+from pathlib import Path
+
+from harness.cluster.base import ClusterError
+from harness.sut import HostPlan, RunShape
+from systems.daemons import NodeDaemons
+from systems.kafka import install
+from systems.kafka.client import KafkaLogClient
+from systems.kafka.config import BROKER_PORT, LOG4J2, render, topic_config
+from systems.kafka.inspector import KafkaInspector
+
+PROPS = "server.properties"
+LOG4J = "log4j2.properties"
+LOG = "kafka.log"
+SEGMENTS_PY = Path(__file__).resolve().with_name("segments.py")
+BROKER_HEAP = "512m"
+CONTROLLER_HEAP = "256m"
+# Two cores run four JVMs: the serial collector keeps each JVM to one GC thread.
+JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:CICompilerCount=2", "-Djava.awt.headless=true",
+             "-Dlog4j2.disable.jmx=true"]
+
+
+class KafkaMissing(ClusterError):
+    """No Java on a host, or no jars: one line naming the fix."""
+
+
+def new_cluster_id() -> str:
+    """Kafka's cluster id: 16 random bytes, URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaDb(NodeDaemons):
+    def __init__(self, cluster, plan: HostPlan, shape: RunShape, options, system):
+        self.system = system
+        self.cluster = cluster
+        self.options = options
+        self.controller = plan.roles.get("controller")   # None: combined quorum on the brokers
+        self.nodes = list(plan.nodes)
+        self.hosts = [*([self.controller] if self.controller else []), *self.nodes]
+        self.voters = [self.controller] if self.controller else list(self.nodes)
+        self.settings = dict(shape.settings)
+        self.keys = shape.keys
+        self.replication_factor = shape.replication_factor
+        self.cluster_id = new_cluster_id()
+        self.env: dict[str, dict[str, str]] = {}
+        self.lib: dict[str, str] = {}          # host -> lib folder on the host
+        self.segments_py: dict[str, str] = {}  # host -> segments.py on the host
+        self.process = self
+        self.pausable = self
+        self.inspector = KafkaInspector(self)
+
+    # -- where things are ------------------------------------------------
+    def roles(self, node: str) -> str:
+        if node == self.controller:
+            return "controller"
+        return "broker" if self.controller else "broker,controller"
+
+    def address(self, node: str) -> tuple[str, int]:
+        return self.cluster.remotes[node].address, BROKER_PORT
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        return [self.address(n) for n in self.nodes]
+
+    def client(self, request_timeout: float = 5.0, prefer: str | None = None) -> KafkaLogClient:
+        """`prefer` only orders the bootstrap list: requests go to each partition's leader."""
+        endpoints = self.endpoints()
+        if prefer in self.nodes:
+            first = self.address(prefer)
+            endpoints = [first] + [e for e in endpoints if e != first]
+        return KafkaLogClient(endpoints, request_timeout, idempotent=self.options.idempotent,
+                              topic_config=topic_config(self.settings, self.options))
+
+    def node_dir(self, node: str) -> str:
+        return os.path.join(self.cluster.layout.work_dir, node)
+
+    def data_dir(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), "data")
+
+    def partition_dir(self, node: str, key: int) -> str:
+        return os.path.join(self.data_dir(node), f"log-{key}")
+
+    def data_files(self, node: str) -> list[str]:
+        """The topic's segments, offset and time indexes, leader-epoch
+        checkpoints, and the log dir's offset checkpoints."""
+        d = self.data_dir(node)
+        part = os.path.join(d, "log-*")
+        return [os.path.join(part, "*.log"), os.path.join(part, "*.index"), os.path.join(part, "*.timeindex"),
+                os.path.join(part, "leader-epoch-checkpoint"), os.path.join(d, "*-checkpoint")]
+
+    def props_path(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), PROPS)
+
+    def log_path(self, node: str) -> str:
+        return os.path.join(self.node_dir(node), LOG)
+
+    def set_env(self, node: str, env: dict[str, str]) -> None:
+        self.env[node] = dict(env)
+
+    # -- install -----------------------------------------------------------
+    def _install_host(self, node: str, local_lib: Path, addresses: dict[str, str], tmp: str) -> None:
+        remote = self.cluster.remotes[node]
+        problem = install.java_problem(remote)
+        if problem:
+            raise KafkaMissing(problem)
+        if _separate_filesystem(remote):
+            lib = os.path.join(self.cluster.layout.work_dir, "kafka-lib", self.options.version)
+            if remote.run(["test", "-f", os.path.join(lib, f"kafka_2.13-{self.options.version}.jar")],
+                          check=False).returncode != 0:
+                remote.run(["mkdir", "-p", os.path.dirname(lib)])
+                remote.put(str(local_lib), lib)
+            seg = os.path.join(self.cluster.layout.work_dir, "kafka-segments.py")
+            remote.put(str(SEGMENTS_PY), seg)
+        else:
+            lib, seg = str(local_lib), str(SEGMENTS_PY)
+        self.lib[node], self.segments_py[node] = lib, seg
+        remote.run(["mkdir", "-p", self.data_dir(node)])
+        props = render(node, self.roles(node), addresses, self.voters, self.data_dir(node), self.settings,
+                       self.options, self.replication_factor)
+        for name, text in ((PROPS, props), (LOG4J, LOG4J2)):
+            local = os.path.join(tmp, f"{node}-{name}")
+            Path(local).write_text(text)
+            remote.put(local, os.path.join(self.node_dir(node), name))
+        fmt = [*self._java(node, "128m"), "kafka.tools.StorageTool", "format", "--ignore-formatted",
+               "-t", self.cluster_id, "-c", self.props_path(node),
+               "--feature", f"eligible.leader.replicas.version={1 if self.options.elr else 0}"]
+        out = remote.run(fmt, check=False, timeout=120)
+        if out.returncode != 0:
+            why = (out.stderr or out.stdout).strip().splitlines()
+            raise ClusterError(f"{node}: kafka.tools.StorageTool format failed: {why[-1] if why else out.returncode}")
+
+    def install(self) -> None:
+        """Java and the jars on every host, properties rendered, storage formatted
+        (the hosts in parallel: each format is a JVM start)."""
+        try:
+            local_lib = install.ensure_jars(self.options.version)
+        except install.KafkaUnavailable as e:
+            raise KafkaMissing(str(e)) from None
+        addresses = {h: self.cluster.remotes[h].address for h in self.hosts}
+        with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(len(self.hosts)) as pool:
+            for f in [pool.submit(self._install_host, h, local_lib, addresses, tmp) for h in self.hosts]:
+                f.result()
+
+    def setup(self) -> None:
+        self.install()
+        for n in self.hosts:
+            self.start(n)
+
+    # -- processes -----------------------------------------------------------
+    def _java(self, node: str, heap: str) -> list[str]:
+        return ["java", f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS,
+                f"-Dlog4j2.configurationFile={os.path.join(self.node_dir(node), LOG4J)}",
+                "-cp", os.path.join(self.lib[node], "*")]
+
+    def start(self, node: str) -> None:
+        heap = CONTROLLER_HEAP if node == self.controller else BROKER_HEAP
+        argv = [*self._java(node, heap), "kafka.Kafka", self.props_path(node)]
+        self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
+
+    def startup_problem(self) -> str | None:
+        return self.exited_at_startup([h for h in self.hosts if h in self.lib], "the Kafka node")
+
+    def teardown(self, grace: float = 20.0) -> None:
+        """Brokers first (a controlled shutdown needs the controller), then the quorum."""
+        self.stop_daemons(self.nodes, grace)
+        if self.controller:
+            self.stop_daemons([self.controller], grace)
+
+    def collect(self, node: str, dest: Path) -> None:
+        """The node's log, properties and offset checkpoints and, the node being
+        stopped, the dump of its replica of every key (its segment files)."""
+        dest.mkdir(parents=True, exist_ok=True)
+        remote = self.cluster.remotes[node]
+        for path in (self.log_path(node), self.props_path(node)):
+            try:
+                remote.get(path, str(dest / os.path.basename(path)))
+            except Exception:  # never started, or the host is gone
+                pass
+        if node == self.controller or node not in self.lib:
+            return
+        data = self.data_dir(node)
+        out = remote.run(["find", data, "-maxdepth", "2", "-name", "*checkpoint", "-path", "*"], check=False)
+        for path in out.stdout.split():
+            rel = os.path.relpath(path, data)
+            if rel.startswith("log-") or "/" not in rel:
+                try:
+                    remote.get(path, str(dest / "checkpoints" / rel))
+                except Exception:
+                    pass
+        if not self.running(node):
+            dump = self.read_dump(node)
+            if dump is not None:
+                (dest / "dump.json").write_text(json.dumps(dump, separators=(",", ":")))
+
+    def read_dump(self, node: str) -> dict | None:
+        """Every record of the node's replicas of the topic, from its segment files
+        (systems/kafka/segments.py on the host: python3 only)."""
+        remote = self.cluster.remotes[node]
+        out = remote.run([self.cluster.layout.python, self.segments_py[node], self.data_dir(node), "log",
+                          "--broker", str(int(node[1:]))], check=False, timeout=300)
+        if out.returncode != 0:
+            return None
+        try:
+            return json.loads(out.stdout)
+        except ValueError:
+            return None
+
+
+def _separate_filesystem(remote) -> bool:
+    """True for hosts reached over SSH (docker, ssh): files must be uploaded;
+    netns hosts share this machine's file system."""
+    return getattr(remote, "netns", None) is None and type(remote).__name__ != "LocalRemote"

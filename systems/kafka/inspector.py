@@ -1,0 +1,170 @@
+"""harness.sut.Inspector for Kafka: what the brokers say, and what they wrote.
+
+- The authority's view (leader, leader epoch, ISR, ELR per key) comes from
+  DescribeTopicPartitions (KIP-966), asked once per sampling round and
+  shared by the nodes' samples.
+- A node answers when its broker answers ApiVersions within the timeout (a
+  paused JVM still accepts TCP connections in the kernel, so a connect alone
+  would not tell).
+- Each replica's own offsets are read from its files, as a broker's replica
+  state is not exposed by any API: the log end (LEO) from the tail of the
+  active segment (systems/kafka/segments.log_end), the persisted high
+  watermark from `replication-offset-checkpoint`, the log start from the
+  first segment's base offset. On a network-namespace host these are this
+  machine's files (the page cache holds what the broker wrote); on docker and
+  ssh hosts the offsets stay unknown (None) rather than cost an SSH command
+  per node per second. The leader's HW is the partition's high watermark
+  as consumers see it (ListOffsets latest).
+- Events (ISR shrink/expand, truncations) are parsed from the collected
+  kafka.log (systems/kafka/events.py).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from harness.sut import ReplicaState
+from systems.kafka.client import elr, partition_meta
+
+CHECKPOINT_FILE = "replication-offset-checkpoint"
+TOPIC = "log"
+ROUND = 0.5   # s a DescribeTopicPartitions answer serves the samples of one round
+
+
+async def api_versions(host: str, port: int, timeout: float) -> bool:
+    """True if a Kafka broker answers ApiVersions (v0: the smallest request) in time."""
+    client_id = b"replog-probe"
+    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(host, port)
+            try:
+                writer.write(struct.pack(">i", len(body)) + body)
+                await writer.drain()
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                corr = struct.unpack(">i", await reader.readexactly(4))[0]
+                return size >= 4 and corr == 1
+            finally:
+                writer.close()
+    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, struct.error):
+        return False
+
+
+def read_offset_checkpoint(path: str, topic: str = TOPIC) -> dict[int, int]:
+    """Kafka's offset checkpoint file (version 0; count; `<topic> <partition> <offset>`) for one topic."""
+    lines = Path(path).read_text().splitlines()
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError(f"{path}: not a version 0 offset checkpoint")
+    out = {}
+    for line in lines[2:2 + int(lines[1])]:
+        t, p, o = line.split()
+        if t == topic:
+            out[int(p)] = int(o)
+    return out
+
+
+class KafkaInspector:
+    def __init__(self, db):
+        self.db = db
+        self._client = None
+        self._round: tuple[float, dict[int, dict], dict[int, int]] | None = None
+        self._lock = None
+
+    def _kafka(self):
+        if self._client is None:
+            self._client = self.db.client(request_timeout=2.0)
+        return self._client
+
+    async def cluster_view(self) -> tuple[dict[int, dict], dict[int, int]]:
+        """(partitions as DescribeTopicPartitions answers them, the leaders' HW per key), cached a round."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._round is not None and time.monotonic() - self._round[0] < ROUND:
+                return self._round[1], self._round[2]
+            try:
+                parts = await asyncio.wait_for(self._kafka().describe(), 2.0)
+            except Exception:
+                parts = {}
+            hws = {}
+            for key in parts:
+                try:
+                    hws[key] = await asyncio.wait_for(self._kafka().end_offset(key), 1.0)
+                except Exception:
+                    pass
+            self._round = (time.monotonic(), parts, hws)
+            return parts, hws
+
+    def _local_files(self, node: str) -> bool:
+        remote = self.db.cluster.remotes[node]
+        return getattr(remote, "netns", None) is not None or type(remote).__name__ == "LocalRemote"
+
+    def _disk_offsets(self, node: str, key: int) -> tuple[int | None, int | None]:
+        """(log end, log start) of the node's replica of key, from its files."""
+        from systems.kafka import segments
+
+        d = self.db.partition_dir(node, key)
+        try:
+            bases = sorted(int(f[:-4]) for f in os.listdir(d) if f.endswith(".log") and f[:-4].isdigit())
+            return segments.log_end(d), (bases[0] if bases else None)
+        except (OSError, ValueError):
+            return None, None
+
+    async def state(self, node: str, timeout: float = 0.5) -> dict[int, ReplicaState] | None:
+        host, port = self.db.address(node)
+        if not await api_versions(host, port, timeout):
+            return None   # down, paused or cut off
+        parts, hws = await self.cluster_view()
+        local = self._local_files(node)
+        checkpoint = await asyncio.to_thread(self._checkpoint_local, node) if local else {}
+        out: dict[int, ReplicaState] = {}
+        for key, p in sorted(parts.items()):
+            meta = partition_meta(p)
+            if node not in meta.replicas:
+                continue
+            role = "leader" if meta.leader == node else "follower"
+            leo, start = await asyncio.to_thread(self._disk_offsets, node, key) if local else (None, None)
+            hw = hws.get(key) if role == "leader" else checkpoint.get(key)
+            if hw is not None and leo is not None:
+                hw = min(hw, leo)
+            out[key] = ReplicaState(key=key, role=role, leader=meta.leader, epoch=meta.epoch, leo=leo, hw=hw,
+                                    log_start=start, isr=meta.isr if role == "leader" else ())
+        return out
+
+    def elr(self, parts: dict[int, dict]) -> dict[int, tuple[str, ...]]:
+        return {k: elr(p) for k, p in parts.items()}
+
+    def _checkpoint_local(self, node: str) -> dict[int, int]:
+        try:
+            return read_offset_checkpoint(os.path.join(self.db.data_dir(node), CHECKPOINT_FILE))
+        except (OSError, ValueError):
+            return {}
+
+    async def dump(self, node: str) -> dict | None:
+        return None  # read from the stopped broker's files by KafkaDb.collect
+
+    def checkpoints(self, node: str) -> dict[int, int]:
+        """The HW per key the node last wrote to replication-offset-checkpoint."""
+        path = os.path.join(self.db.data_dir(node), CHECKPOINT_FILE)
+        with tempfile.TemporaryDirectory() as tmp:
+            local = os.path.join(tmp, CHECKPOINT_FILE)
+            try:
+                self.db.cluster.remotes[node].get(path, local)
+                return read_offset_checkpoint(local)
+            except (OSError, RuntimeError, ValueError, subprocess.SubprocessError):
+                return {}
+
+    def events(self, node_dir: Path, node: str) -> list[dict]:
+        from systems.kafka.events import log_events
+
+        return log_events(node_dir / "kafka.log", node)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()

@@ -1,0 +1,65 @@
+"""Kafka's jars, by package name from Maven Central (never a tarball).
+
+`build/kafka/<version>/lib/` (ignored by git, cached between runs) holds the
+broker's jars and their dependencies, copied there by
+`mvn dependency:copy-dependencies` from systems/kafka/maven/pom.xml. The
+default version is resolved by scripts/setup.sh (systems/kafka/setup.sh);
+another version is resolved the first time a run or a test asks for it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+POM = REPO / "systems" / "kafka" / "maven" / "pom.xml"
+SETUP_HINT = "bash scripts/setup.sh"
+
+
+class KafkaUnavailable(RuntimeError):
+    """No jars for a version (Maven does not serve it, or no Maven): one line."""
+
+
+def lib_dir(version: str) -> Path:
+    return REPO / "build" / "kafka" / version / "lib"
+
+
+def have_jars(version: str) -> bool:
+    d = lib_dir(version)
+    return d.is_dir() and any(d.glob(f"kafka_2.13-{version}.jar"))
+
+
+def ensure_jars(version: str) -> Path:
+    """The version's lib folder, resolving it with Maven if it is not there yet."""
+    if have_jars(version):
+        return lib_dir(version)
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaUnavailable(f"no jars for Kafka {version} in {lib_dir(version).relative_to(REPO)} and no "
+                               f"`mvn` to fetch them; install Maven (apt-get install maven) and run {SETUP_HINT}")
+    out = lib_dir(version)
+    tmp = out.with_name("lib.partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    proc = subprocess.run([mvn, "-B", "-q", "-f", str(POM), f"-Dkafka.version={version}",
+                           "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0 or not any(tmp.glob(f"kafka_2.13-{version}.jar")):
+        shutil.rmtree(tmp, ignore_errors=True)
+        why = next((ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln), "")
+        raise KafkaUnavailable(f"Maven Central does not serve Kafka {version} (org.apache.kafka:kafka_2.13:"
+                               f"{version}){': ' + why[:160] if why else ''}; pick a served version, e.g. "
+                               f"--option version=4.1.1")
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
+def java_problem(remote) -> str | None:
+    """One line if the host has no Java 17 or later to run a broker."""
+    probe = remote.run(["sh", "-c", "command -v java && java -version 2>&1 | head -1"], check=False)
+    if probe.returncode != 0 or not probe.stdout.strip():
+        return (f"host {remote.name} has no Java; install a JRE 17 or later "
+                f"(apt-get install openjdk-17-jre-headless; scripts/setup.sh does it here)")
+    return None

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Kafka's default version's jars from Maven Central into build/kafka/<v>/lib
+# (cached; called by scripts/setup.sh). Other versions are resolved when a run
+# asks for them (systems/kafka/install.py).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+v="${KAFKA_VERSION:-$(sed -n 's/^DEFAULT_VERSION = "\(.*\)"/\1/p' systems/kafka/__init__.py)}"
+if ls "build/kafka/$v/lib/kafka_2.13-$v.jar" >/dev/null 2>&1; then
+    exit 0
+fi
+echo "setup: Kafka $v jars from Maven Central (mvn dependency:copy-dependencies)" >&2
+rm -rf "build/kafka/$v/lib.partial"
+mvn -B -q -f systems/kafka/maven/pom.xml "-Dkafka.version=$v" dependency:copy-dependencies \
+    "-DoutputDirectory=$PWD/build/kafka/$v/lib.partial"
+rm -rf "build/kafka/$v/lib"
+mv "build/kafka/$v/lib.partial" "build/kafka/$v/lib"
