@@ -27,7 +27,7 @@ def describe_library(system: str | None = None) -> str:
         if system is not None and s.system != system:
             continue
         exp = ", ".join(f"{era}={_short(s.expect[era])}" if era in s.expect else f"{era}=not asserted"
-                        for era in s.system_def().variants)
+                        for era in s.variant_names())
         first = s.description.strip().splitlines()[0] if s.description.strip() else ""
         lines.append(f"{name:<20} {exp}\n{'':<20} {first}")
     return "\n".join(lines)
@@ -57,7 +57,7 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
     if system is not None and system != scenario.system:
         return _err(f"{scenario.name} is a scenario of system {scenario.system!r}, not {system!r}; "
                     f"see `harness scenario --list --sut {system}`")
-    variants = scenario.system_def().variants
+    variants = scenario.variant_names()
     flag = "--era" if scenario.system == "replica" else "--variant"
     if era is None and variants:
         return _err(f"give the {scenario.system_def().variant_option or 'variant'}: {flag} {' | '.join(variants)}")

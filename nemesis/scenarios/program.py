@@ -33,9 +33,9 @@ def scenario_spec(scenario: Scenario, era: str | None, backend: str = "netns", s
     """The TestSpec of a scenario run (what test.json records); `era` is the system's variant."""
     system = scenario.system_def()
     data = dict(name=f"{scenario.name}-{era}" if era else scenario.name, system=scenario.system,
-                system_options=system.variant_options(era), backend=backend, nodes=scenario.nodes,
+                system_options=scenario.variant_options(era), backend=backend, nodes=scenario.nodes,
                 time_limit=1.0, seed=0, keys=scenario.keys, concurrency=1, acks=scenario.acks,
-                replication_factor=scenario.replication_factor, settings=dict(scenario.settings),
+                replication_factor=scenario.replication_factor, settings=scenario.variant_settings(era),
                 recovery_timeout=scenario.recovery_timeout, store_root=store_root, check=check)
     if subnet:
         data["subnet"] = subnet
@@ -88,7 +88,8 @@ class Wait:
             m = a.measure
             since, since_wall = ctx.step_done[m.since]
             ms = round((held - since) / 1e6, 1)
-            bound = bound_ms(m.max_ms, p.scenario.settings, p.variant, ctx.system)
+            bound = bound_ms(m.max_ms, p.scenario.variant_settings(p.variant), p.variant, ctx.system,
+                             options=p.scenario.variant_options(p.variant))
             meas = {"name": m.name, "since": m.since, "ms": ms, "polled_ms": ms, "bound_ms": bound,
                     "within": None if bound is None else ms <= bound, "observed": seen,
                     "poll_period_ms": OBSERVE_PERIOD * 1000, "event": m.event, "since_wall": since_wall,

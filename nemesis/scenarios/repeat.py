@@ -30,7 +30,7 @@ def cells(only: list[str] | None) -> list[tuple[str, str]]:
         if only and name not in only:
             continue
         s = load_scenario(name)
-        out += [(name, era) for era in s.system_def().variants if era in s.expect]
+        out += [(name, era) for era in s.variant_names() if era in s.expect]
     return out
 
 

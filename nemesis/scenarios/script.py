@@ -120,6 +120,15 @@ class Truncation(_Strict):
     key: int = 0
 
 
+class ScenarioVariant(_Strict):
+    """A configuration the scenario is run in, named by the scenario itself
+    (Kafka's `elr-on` / `elr-off`): system options and settings on top of the
+    scenario's own. A scenario without `variants:` runs in the system's variants."""
+    description: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
 class Scenario(_Strict):
     name: str
     system: str = "replica"
@@ -130,6 +139,7 @@ class Scenario(_Strict):
     replication_factor: int | None = Field(None, ge=1, le=5)
     acks: Literal["0", "1", "all"] = "all"
     settings: dict[str, Any] = Field(default_factory=dict)
+    variants: dict[str, ScenarioVariant] = Field(default_factory=dict)  # its own variants (else the system's)
     allowed_anomalies: list[str] = Field(default_factory=list)
     expect: dict[str, Expectation] = Field(default_factory=dict)  # variant (era) -> expected verdict
     truncations: dict[str, list[Truncation]] = Field(default_factory=dict)
@@ -183,6 +193,21 @@ class Scenario(_Strict):
     def system_def(self):
         return registry.system(self.system)
 
+    def variant_names(self) -> tuple[str, ...]:
+        """What `--variant` takes: the scenario's own variants, or the system's."""
+        return tuple(self.variants) if self.variants else tuple(self.system_def().variants)
+
+    def variant_options(self, variant: str | None) -> dict:
+        """system_options of a run in that variant."""
+        if self.variants and variant in self.variants:
+            return dict(self.variants[variant].options)
+        return self.system_def().variant_options(variant)
+
+    def variant_settings(self, variant: str | None) -> dict:
+        """The scenario's settings with the variant's on top."""
+        extra = self.variants[variant].settings if self.variants and variant in self.variants else {}
+        return {**self.settings, **extra}
+
     def faults(self) -> list[str]:
         return sorted({s.fault for s in self.steps if s.fault})
 
@@ -216,8 +241,9 @@ def fault_actions(system) -> dict[str, tuple[str, bool]]:
     return out
 
 
-def _parse_step(index: int, raw: Any, system) -> Step:
+def _parse_step(index: int, raw: Any, system, variants: tuple[str, ...] | None = None) -> Step:
     where = f"step {index}"
+    variants = tuple(system.variants) if variants is None else variants
     faults = fault_actions(system)
     actions_known = (*OWN_ACTIONS, *faults)
     if not isinstance(raw, dict):
@@ -226,8 +252,8 @@ def _parse_step(index: int, raw: Any, system) -> Step:
     eras = raw.get("eras")
     if eras is not None:
         eras = [eras] if isinstance(eras, str) else eras
-        if not isinstance(eras, list) or not eras or any(e not in system.variants for e in eras):
-            raise ScenarioError(f"{where}: eras must list some of {', '.join(system.variants) or '(none)'}, "
+        if not isinstance(eras, list) or not eras or any(e not in variants for e in eras):
+            raise ScenarioError(f"{where}: eras must list some of {', '.join(variants) or '(none)'}, "
                                 f"got {raw['eras']!r}")
     actions = [k for k in raw if k not in ("id", "as", "eras")]
     known = [k for k in actions if k in actions_known]
@@ -281,7 +307,9 @@ def parse(data: Any, source: str = "scenario") -> Scenario:
         system = registry.system(data.get("system") or "replica")
     except registry.RegistryError as e:
         raise ScenarioError(f"{source}: system: {e}") from None
-    steps = [_parse_step(i, raw, system) for i, raw in enumerate(raw_steps, start=1)]
+    own = data.get("variants")
+    variants = tuple(str(v) for v in own) if isinstance(own, dict) and own else tuple(system.variants)
+    steps = [_parse_step(i, raw, system, variants) for i, raw in enumerate(raw_steps, start=1)]
     fields = {k.replace("-", "_") if isinstance(k, str) else k: v for k, v in data.items() if k != "steps"}
     try:
         scenario = Scenario.model_validate({**fields, "steps": [s.model_dump() for s in steps]})
@@ -290,21 +318,28 @@ def parse(data: Any, source: str = "scenario") -> Scenario:
     scenario.steps = steps
     for what, table in (("expect", scenario.expect), ("truncations", scenario.truncations)):
         for variant in table:
-            if variant not in system.variants:
-                raise ScenarioError(f"{source}: {what}: {variant!r} is not a variant of system {system.name!r} "
-                                    f"(variants: {', '.join(system.variants) or 'none'})")
+            if variant not in variants:
+                whose = f"scenario {scenario.name!r}" if scenario.variants else f"system {system.name!r}"
+                raise ScenarioError(f"{source}: {what}: {variant!r} is not a variant of {whose} "
+                                    f"(variants: {', '.join(variants) or 'none'})")
     _check_settings(scenario, system, source)
     _check_references(scenario, system)
     return scenario
 
 
 def _check_settings(scenario: Scenario, system, source: str) -> None:
-    if system.check_settings is None:
-        return
-    try:
-        system.check_settings(dict(scenario.settings), system.parse_options({}))
-    except ValueError as e:
-        raise ScenarioError(f"{source}: settings: {e}") from None
+    for name, variant in (scenario.variants or {None: None}).items():
+        where = f"variants.{name}" if name else "settings"
+        try:
+            options = system.parse_options(scenario.variant_options(name) if name else {})
+        except ValidationError as e:
+            raise ScenarioError(f"{source}: {where}.options: {_one_line(e)}") from None
+        if system.check_settings is None:
+            continue
+        try:
+            system.check_settings(scenario.variant_settings(name), options)
+        except ValueError as e:
+            raise ScenarioError(f"{source}: {where}: {e}") from None
 
 
 def layout(scenario: Scenario, system=None) -> roles.Layout:
@@ -369,7 +404,8 @@ def _check_references(scenario: Scenario, system) -> None:
             ids.add(step.id)
 
 
-def bound_ms(spec: str | float | None, settings: dict, variant: str | None, system=None) -> float | None:
+def bound_ms(spec: str | float | None, settings: dict, variant: str | None, system=None,
+             options: dict | None = None) -> float | None:
     """`max_ms`: a number, or "FACTOR * setting" using the scenario's (or the system's default) setting."""
     if spec is None or isinstance(spec, (int, float)):
         return spec
@@ -379,7 +415,7 @@ def bound_ms(spec: str | float | None, settings: dict, variant: str | None, syst
     system = system or registry.system("replica")
     if system.setting_value is None:
         raise ValueError(f"system {system.name!r} has no settings to scale")
-    options = system.parse_options(system.variant_options(variant))
+    options = system.parse_options(system.variant_options(variant) if options is None else options)
     return float(m.group(1)) * system.setting_value(m.group(2), settings, options)
 
 

@@ -24,8 +24,8 @@ replica), reading up to the high watermark (read_uncommitted). A position
 past the log end is OFFSET_OUT_OF_RANGE, which the workload treats as a
 truncated log. Offsets come from ListOffsets (`end_offset`: the HW).
 
-Metadata (`metadata`) uses kafka-python's DescribeTopicPartitions (KIP-966),
-the one admin call that returns the leader epoch and the eligible leader
+Metadata (`metadata`) is DescribeTopicPartitions (KIP-966; systems/kafka/describe.py),
+the one request that returns the leader epoch and the eligible leader
 replicas beside the leader and the ISR.
 
 librdkafka is a blocking C library with its own threads: calls run on the
@@ -120,12 +120,12 @@ class KafkaLogClient:
     def __init__(self, bootstrap: list[tuple[str, int]], request_timeout: float = 5.0,
                  idempotent: bool = False, topic_config: dict | None = None):
         self.topic_config = topic_config   # the DB's split of the run's settings (None: pick TOPIC_SETTINGS)
+        self.brokers = list(bootstrap)
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)
         self.request_timeout = request_timeout
         self.idempotent = idempotent
         self._producers: dict[str, tuple[object, _Poller]] = {}
         self._consumer = None
-        self._admin = None
         self._read_lock = asyncio.Lock()
         self._closed = False
 
@@ -160,15 +160,6 @@ class KafkaLogClient:
                 "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 500, "log_level": 0})
         return self._consumer
 
-    def _kadmin(self):
-        if self._admin is None:
-            from kafka.admin import KafkaAdminClient
-
-            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","),
-                                           request_timeout_ms=int(self.request_timeout * 1000),
-                                           client_id="replog-inspector")
-        return self._admin
-
     # -- LogClient -------------------------------------------------------------
     async def create(self, keys: int, replication_factor: int, config: dict) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
@@ -193,27 +184,19 @@ class KafkaLogClient:
         return {k: partition_meta(p) for k, p in (await self.describe()).items()}
 
     async def describe(self) -> dict[int, dict]:
-        """The partitions of the topic as DescribeTopicPartitions answers them."""
-        def describe() -> dict[int, dict]:
-            try:
-                answer = self._kadmin().describe_topic_partitions([TOPIC])
-            except Exception as e:
-                self._drop_admin()
-                raise IndefiniteError(f"describe: {type(e).__name__}: {e}") from None
-            for topic in answer.get("topics") or ():
-                if topic.get("name") == TOPIC and not topic.get("error_code"):
-                    return {int(p["partition_index"]): p for p in topic.get("partitions") or ()}
-            raise DefiniteError(f"topic {TOPIC!r} not found")
+        """The partitions of the topic as DescribeTopicPartitions answers them
+        (systems/kafka/describe.py), from the first broker that answers."""
+        from systems.kafka.describe import describe_partitions
 
-        return await asyncio.to_thread(describe)
-
-    def _drop_admin(self) -> None:
-        admin, self._admin = self._admin, None
-        if admin is not None:
+        last: Exception | None = None
+        for host, port in self.brokers:
             try:
-                admin.close()
-            except Exception:
-                pass
+                return await describe_partitions(host, port, TOPIC, min(2.0, self.request_timeout))
+            except LookupError as e:
+                raise DefiniteError(str(e)) from None
+            except Exception as e:  # down, paused, cut off, or not ready: ask the next one
+                last = e
+        raise IndefiniteError(f"describe: no broker answered ({type(last).__name__}: {last})")
 
     async def send(self, key: int, value, acks: str = "all") -> int:
         loop = asyncio.get_running_loop()
@@ -311,7 +294,6 @@ class KafkaLogClient:
                     consumer.close()
                 except Exception:
                     pass
-            self._drop_admin()
 
         try:
             await asyncio.wait_for(asyncio.to_thread(close), 5.0)

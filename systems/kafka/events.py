@@ -1,14 +1,21 @@
 """Truncations and ISR changes from a Kafka broker's log (kafka.log), as the
 harness.sut.Inspector.events dicts the reports and scenario checks read.
 
-The lines (Kafka 4.x, kafka.cluster.Partition and UnifiedLog/ReplicaFetcher):
-  [Partition log-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 10, endOffset: 12).
-      Out of sync replicas: (brokerId: 3, endOffset: 8, lastCaughtUpTimeMs: ...).
+The lines (Kafka 4.x: kafka.cluster.Partition, ReplicaManager, the fetcher
+and UnifiedLog), each after the log4j2 ISO-8601 time `[2026-11-26T19:53:36,114]`:
+  [Broker id=2] Leader log-0 with topic id ... starts at leader epoch 3 from offset 196 ..., ISR [2], ...
+  [Partition log-0 broker=2] ISR updated to 2,1  and version updated to 11
+  [Partition log-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 10, endOffset: 12). ...
   [Partition log-0 broker=1] Expanding ISR from 1,2 to 1,2,3
   [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Truncating partition log-0 with
-      TruncationState(offset=5, completed=true) due to ...
-  [UnifiedLog partition=log-0, dir=...] Truncating to offset 5   (also: "Truncating to 5 has no effect ...")
-Each line starts with the log4j2 ISO-8601 time `[2026-11-26T19:53:36,114]`.
+      TruncationState(offset=5, completed=true) due to <reason>
+  [UnifiedLog partition=log-0, dir=...] Truncating to offset 5
+  [UnifiedLog partition=log-0, dir=...] Truncating to 0 has no effect as the largest offset in the log is -1
+In KRaft the leader reports its ISR as the controller accepted it ("ISR
+updated to", and the ISR a new leader starts with); an ISR change is the
+difference from the ISR this broker logged last for the key. A fetcher's
+truncation is an event only if the log then removed something (a "has no
+effect" line cancels it).
 """
 from __future__ import annotations
 
@@ -16,70 +23,86 @@ import re
 from pathlib import Path
 
 TOPIC = "log"
-_TIME = r"^\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[,.]\d+)\]"
-_SHRINK = re.compile(_TIME + r".*\[Partition " + TOPIC + r"-(\d+) broker=(\d+)\] Shrinking ISR from ([\d,]*) to ([\d,]*)"
+_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[,.]\d+)\]")
+_LEADER = re.compile(r"\[Broker id=\d+\] Leader " + TOPIC + r"-(\d+) with topic id .*? starts at leader epoch (\d+) "
+                     r"from offset (\d+).*?, ISR \[([\d, ]*)\]")
+_UPDATED = re.compile(r"\[Partition " + TOPIC + r"-(\d+) broker=\d+\] ISR updated to ([\d,]*)")
+_SHRINK = re.compile(r"\[Partition " + TOPIC + r"-(\d+) broker=\d+\] Shrinking ISR from ([\d,]*) to ([\d,]*)"
                      r"(?:\. Leader: \(highWatermark: (\d+), endOffset: (\d+)\))?")
-_EXPAND = re.compile(_TIME + r".*\[Partition " + TOPIC + r"-(\d+) broker=(\d+)\] Expanding ISR from ([\d,]*) to ([\d,]*)")
-_FETCHER_TRUNC = re.compile(_TIME + r".*Truncating partition " + TOPIC + r"-(\d+) with TruncationState\(offset=(\d+)"
-                            r".*?\) due to (.*)$")
-_LOG_TRUNC = re.compile(_TIME + r".*\[UnifiedLog partition=" + TOPIC + r"-(\d+), dir=[^\]]*\] Truncating to "
-                        r"(?:offset )?(\d+)(?: has no effect as the largest offset in the log is (\d+))?")
-
-
-def _time(text: str) -> str:
-    return text.replace(" ", "T").replace(",", ".")
+_EXPAND = re.compile(r"\[Partition " + TOPIC + r"-(\d+) broker=\d+\] Expanding ISR from ([\d,]*) to ([\d,]*)")
+_FETCHER = re.compile(r"Truncating partition " + TOPIC + r"-(\d+) with TruncationState\(offset=(\d+).*?\) due to "
+                      r"(.*?)(?: \([\w.$]+\))?$")
+_LOG = re.compile(r"\[UnifiedLog partition=" + TOPIC + r"-(\d+), dir=[^\]]*\] Truncating to (?:offset )?(\d+)"
+                  r"(?: has no effect as the largest offset in the log is (-?\d+))?")
 
 
 def _nodes(text: str) -> list[str]:
-    return [f"n{x}" for x in text.split(",") if x]
+    return [f"n{x}" for x in re.split(r"[,\s]+", text.strip()) if x]
+
+
+class _Reader:
+    def __init__(self, node: str):
+        self.node = node
+        self.isr: dict[int, list[str]] = {}
+        self.pending: dict[int, dict] = {}   # a fetcher's truncation waiting for the log's own line
+        self.out: list[dict] = []
+
+    def event(self, time: str, key: int, kind: str, **fields) -> dict:
+        ev = {"time": time, "node": self.node, "key": key, "event": kind, **fields}
+        self.out.append(ev)
+        return ev
+
+    def isr_now(self, time: str, key: int, new: list[str], **fields) -> None:
+        old = self.isr.get(key)
+        self.isr[key] = new
+        if old is None or set(old) == set(new):
+            return
+        gone = [n for n in old if n not in new]
+        added = [n for n in new if n not in old]
+        if gone:
+            self.event(time, key, "isr-shrink", isr=new, out=gone, **fields)
+        for n in added:
+            self.event(time, key, "isr-expand", isr=new, replica=n, leo=None, hw=None)
+
+    def line(self, line: str) -> None:
+        m = _TIME.match(line)
+        if not m or (TOPIC + "-") not in line:
+            return
+        time = m.group(1).replace(" ", "T").replace(",", ".")
+        if "ISR" in line:
+            if (x := _SHRINK.search(line)):
+                extra = {} if x.group(4) is None else {"hw": int(x.group(4)), "leo": int(x.group(5))}
+                self.isr[int(x.group(1))] = _nodes(x.group(2))
+                self.isr_now(time, int(x.group(1)), _nodes(x.group(3)), **extra)
+            elif (x := _EXPAND.search(line)):
+                self.isr[int(x.group(1))] = _nodes(x.group(2))
+                self.isr_now(time, int(x.group(1)), _nodes(x.group(3)))
+            elif (x := _UPDATED.search(line)):
+                self.isr_now(time, int(x.group(1)), _nodes(x.group(2)))
+            elif (x := _LEADER.search(line)):
+                self.isr_now(time, int(x.group(1)), _nodes(x.group(4)))
+            return
+        if "Truncating" not in line:
+            return
+        if (x := _FETCHER.search(line)):
+            key = int(x.group(1))
+            self.pending[key] = self.event(time, key, "truncate", **{"from": None}, to=int(x.group(2)),
+                                           reason=x.group(3).strip())
+        elif (x := _LOG.search(line)):
+            key, to = int(x.group(1)), int(x.group(2))
+            fetcher = self.pending.pop(key, None)
+            if x.group(3) is not None:          # nothing removed
+                if fetcher is not None:
+                    self.out.remove(fetcher)
+            elif fetcher is None:
+                self.event(time, key, "truncate", **{"from": None}, to=to)
 
 
 def log_events(path: Path, node: str) -> list[dict]:
     """Events of one broker's log, in file order."""
     if not path.is_file():
         return []
-    out: list[dict] = []
+    reader = _Reader(node)
     for line in path.read_text(errors="replace").splitlines():
-        if "ISR from" in line:
-            m = _SHRINK.match(line)
-            if m:
-                old, new = _nodes(m.group(4)), _nodes(m.group(5))
-                ev = {"time": _time(m.group(1)), "node": node, "key": int(m.group(2)), "event": "isr-shrink",
-                      "isr": new, "out": [n for n in old if n not in new]}
-                if m.group(6) is not None:
-                    ev.update(hw=int(m.group(6)), leo=int(m.group(7)))
-                out.append(ev)
-                continue
-            m = _EXPAND.match(line)
-            if m:
-                old, new = _nodes(m.group(4)), _nodes(m.group(5))
-                added = [n for n in new if n not in old]
-                out.append({"time": _time(m.group(1)), "node": node, "key": int(m.group(2)),
-                            "event": "isr-expand", "isr": new, "replica": added[0] if added else None,
-                            "leo": None, "hw": None})
-            continue
-        if "Truncating" not in line:
-            continue
-        m = _FETCHER_TRUNC.match(line)
-        if m:
-            out.append({"time": _time(m.group(1)), "node": node, "key": int(m.group(2)), "event": "truncate",
-                        "from": None, "to": int(m.group(3)), "reason": m.group(4).strip()})
-            continue
-        m = _LOG_TRUNC.match(line)
-        if m and m.group(4) is None:   # "has no effect" lines remove nothing
-            out.append({"time": _time(m.group(1)), "node": node, "key": int(m.group(2)), "event": "truncate",
-                        "from": None, "to": int(m.group(3))})
-    return _one_per_truncation(out)
-
-
-def _one_per_truncation(events: list[dict]) -> list[dict]:
-    """A fetcher's truncation is logged twice (the fetcher's reason, then the
-    log's own line): keep the first of two equal truncations in a row."""
-    out: list[dict] = []
-    for ev in events:
-        prev = out[-1] if out else None
-        if (ev["event"] == "truncate" and prev is not None and prev["event"] == "truncate"
-                and prev["key"] == ev["key"] and prev["to"] == ev["to"]):
-            continue
-        out.append(ev)
-    return out
+        reader.line(line)
+    return reader.out

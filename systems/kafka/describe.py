@@ -1,0 +1,53 @@
+"""DescribeTopicPartitions (KIP-966), asked of one broker at a time.
+
+The one Kafka request that answers, per partition, the leader epoch and the
+eligible leader replicas (ELR) beside the leader and the ISR. Its encoding
+and decoding are kafka-python's protocol classes; the connection is a plain
+asyncio one, opened per call with a short timeout, because the inspector
+must see a restarted cluster at once: kafka-python's admin client backs off
+a failed bootstrap for up to half a minute, and the wait conditions of a
+scenario would see "no metadata" all that time.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+
+from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+
+VERSION = 0
+_corr = itertools.count(1)
+
+
+async def describe_partitions(host: str, port: int, topic: str, timeout: float) -> dict[int, dict]:
+    """{partition: {leader_id, leader_epoch, replica_nodes, isr_nodes, eligible_leader_replicas,
+    last_known_elr, offline_replicas, error_code}} of one topic, as `host` answers it.
+    Raises LookupError when the broker says the topic does not exist, OSError/TimeoutError otherwise."""
+    corr = next(_corr)
+    req = DescribeTopicPartitionsRequest(topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
+                                         response_partition_limit=2000, cursor=None)
+    req.with_header(correlation_id=corr, client_id="replog-inspector")
+    frame = req.encode(version=VERSION, header=True, framed=True)
+    async with asyncio.timeout(timeout):
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(frame)
+            await writer.drain()
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            body = await reader.readexactly(size)
+        finally:
+            writer.close()
+    resp = DescribeTopicPartitionsResponse.decode(body, version=VERSION, header=True)
+    for t in resp.topics:
+        if t.name != topic:
+            continue
+        if t.error_code:
+            raise LookupError(f"topic {topic!r}: error code {t.error_code}")
+        return {int(p.partition_index): {
+            "error_code": p.error_code, "leader_id": p.leader_id, "leader_epoch": p.leader_epoch,
+            "replica_nodes": list(p.replica_nodes), "isr_nodes": list(p.isr_nodes),
+            "eligible_leader_replicas": list(p.eligible_leader_replicas or ()),
+            "last_known_elr": list(p.last_known_elr or ()), "offline_replicas": list(p.offline_replicas or ()),
+        } for p in t.partitions}
+    raise LookupError(f"topic {topic!r} not in the answer")
