@@ -50,7 +50,7 @@ import sys
 import zlib
 
 __all__ = [
-    "SegmentFormatError", "read_partition", "read_log_dir", "dump", "log_end",
+    "SegmentFormatError", "read_partition", "iter_batches", "read_log_dir", "dump", "log_end",
     "segment_files", "read_offset_checkpoint", "read_leader_epoch_checkpoint",
     "read_meta_properties", "crc32c", "value_crc",
 ]
@@ -132,12 +132,7 @@ def value_crc(value) -> int:
     return zlib.crc32(json.dumps(value, separators=(",", ":")).encode())
 
 
-def _record_entry(offset, epoch, raw):
-    if raw is not None and _JSON_INT.fullmatch(raw):
-        # the compact JSON of a canonical integer is its text: no re-encoding
-        return [offset, epoch, zlib.crc32(raw), int(raw)]
-    value = decode_value(raw)
-    return [offset, epoch, value_crc(value), value]
+_NULL_CRC = zlib.crc32(b"null")
 
 
 # -- record batches --------------------------------------------------------------
@@ -169,9 +164,10 @@ def _varint(buf, pos):
             raise ValueError("varint longer than 10 bytes")
 
 
-def _records(data, count):
+def _records(data, count, want_key=False):
     """Yield (offsetDelta, key bytes or None, value bytes or None) of `count`
-    records in `data` (the uncompressed records section of a batch)."""
+    records in `data` (the uncompressed records section of a batch); the key
+    is None unless want_key."""
     pos = 0
     end = len(data)
     for _ in range(count):
@@ -198,11 +194,11 @@ def _records(data, count):
             klen, pos = (b >> 1) ^ -(b & 1), pos + 1
         else:
             klen, pos = _varint(data, pos)
+        key = None
         if klen >= 0:
-            key = bytes(data[pos:pos + klen])
+            if want_key:
+                key = bytes(data[pos:pos + klen])
             pos += klen
-        else:
-            key = None
         b = data[pos]
         if b < 0x80:
             vlen, pos = (b >> 1) ^ -(b & 1), pos + 1
@@ -214,6 +210,56 @@ def _records(data, count):
         yield delta, key, value
 
 
+def _append_records(data, count, base, epoch, out):
+    """Decode `count` data records of `data` straight into `out` as
+    [offset, epoch, crc, value]: _records inlined, for speed (the hot
+    loop of read_partition; canonical integer values skip JSON entirely)."""
+    pos = 0
+    end = len(data)
+    crc32 = zlib.crc32
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = _varint(data, pos)
+        nxt = pos + length
+        if length < 0 or nxt > end:
+            raise ValueError("record length %d runs past the batch" % length)
+        pos += 1  # attributes
+        while data[pos] >= 0x80:  # timestampDelta: skipped
+            pos += 1
+        b = data[pos + 1]
+        if b < 0x80:
+            delta, pos = (b >> 1) ^ -(b & 1), pos + 2
+        else:
+            delta, pos = _varint(data, pos + 1)
+        b = data[pos]
+        if b < 0x80:
+            klen, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            klen, pos = _varint(data, pos)
+        if klen > 0:
+            pos += klen
+        b = data[pos]
+        if b < 0x80:
+            vlen, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            vlen, pos = _varint(data, pos)
+        if vlen < 0:
+            out.append([base + delta, epoch, _NULL_CRC, None])
+        else:
+            raw = data[pos:pos + vlen]
+            if vlen < 19 and (raw.isdigit() and (raw[0] != 48 or vlen == 1)
+                              or raw[:1] == b"-" and raw[1:].isdigit() and raw[1] != 48):
+                # a canonical integer: its compact JSON is its text
+                out.append([base + delta, epoch, crc32(raw), int(raw)])
+            else:
+                value = decode_value(bytes(raw))
+                out.append([base + delta, epoch, value_crc(value), value])
+        pos = nxt  # headers follow; the record length skips them
+
+
 def _decompress(codec, data):
     if codec == 1:
         # Kafka's gzip is one GZIPOutputStream stream: wbits 16+ selects the gzip wrapper
@@ -221,8 +267,7 @@ def _decompress(codec, data):
         out = d.decompress(data)
         out += d.flush()
         return out
-    raise ValueError("compression %s is not supported by this reader (stdlib only: none and gzip)"
-                     % CODECS.get(codec, "codec %d" % codec))
+    raise ValueError("not supported by this reader (standard library only: none and gzip)")
 
 
 class _Reader(object):
@@ -323,13 +368,14 @@ class _Reader(object):
             try:
                 data = _decompress(codec, data)
             except Exception as e:  # zlib.error, unsupported codec
-                self.skipped.append([base, last, "compression %s: %s" % (CODECS.get(codec, codec), e)])
-                self.notes.append("%s: batch at offset %d..%d skipped: %s" % (name, base, last, e))
+                what = "compression %s: %s" % (CODECS.get(codec, "codec %d" % codec), e)
+                self.skipped.append([base, last, what])
+                self.notes.append("%s: batch at offset %d..%d skipped: %s" % (name, base, last, what))
                 return
         if control:
             self.control_batches += 1
             try:
-                for _delta, key, _value in _records(data, count):
+                for _delta, key, _value in _records(data, count, True):
                     if key is not None and len(key) >= 4:
                         _version, kind = _CTRL_KEY.unpack_from(key)
                         ranges = self.open_txn.pop(pid, [])
@@ -342,12 +388,42 @@ class _Reader(object):
             self.open_txn.setdefault(pid, []).append([base, last])
         out = self.records
         try:
-            for delta, _key, raw in _records(data, count):
-                out.append(_record_entry(base + delta, epoch, raw))
+            _append_records(data, count, base, epoch, out)
         except (IndexError, ValueError) as e:
             self.notes.append("%s: batch at offset %d..%d: records unreadable after %s: %s"
                               % (name, base, last, out[-1][0] if out else "none", e))
             self.skipped.append([base, last, "records unreadable: %s" % e])
+
+
+def iter_batches(segment_path, verify_crc=True):
+    """The record batches of one segment file, headers only, in file order:
+    dicts {"base", "last", "epoch", "magic", "crc", "crc_ok" (None unless
+    verify_crc), "attributes", "codec", "transactional", "control",
+    "producer_id", "producer_epoch", "base_sequence", "count", "position",
+    "size"}. Stops silently where no whole v2 batch follows (read_partition
+    says why); raises SegmentFormatError on a v0/v1 segment."""
+    with open(segment_path, "rb") as f:
+        data = f.read()
+    pos, size = 0, len(data)
+    while pos + LOG_OVERHEAD + 5 <= size:
+        base, length, epoch, magic = _PREFIX.unpack_from(data, pos)
+        if magic != 2:
+            if magic in (0, 1) and pos == 0:
+                raise SegmentFormatError("%s: message format v%d (magic %d): this reader handles record "
+                                         "batch v2 (magic 2) only" % (segment_path, magic, magic))
+            return
+        total = LOG_OVERHEAD + length
+        if length < HEADER_SIZE - LOG_OVERHEAD or pos + total > size:
+            return
+        (base, _length, epoch, magic, crc, attrs, last_delta, _bts, _mts,
+         pid, pepoch, bseq, count) = HEADER.unpack_from(data, pos)
+        yield {"base": base, "last": base + last_delta, "epoch": epoch, "magic": magic, "crc": crc,
+               "crc_ok": (crc32c(data[pos + 21:pos + total]) == crc) if verify_crc else None,
+               "attributes": attrs, "codec": CODECS.get(attrs & 7, str(attrs & 7)),
+               "transactional": bool(attrs & ATTR_TRANSACTIONAL), "control": bool(attrs & ATTR_CONTROL),
+               "producer_id": pid, "producer_epoch": pepoch, "base_sequence": bseq, "count": count,
+               "position": pos, "size": total}
+        pos += total
 
 
 def segment_files(part_dir):
@@ -566,7 +642,8 @@ def dump(log_dir, topic, broker=None):
     "aborted", "notes", and "epoch_cache" (the leader-epoch-checkpoint).
     broker: taken from meta.properties `node.id` when not given."""
     if broker is None:
-        node = read_meta_properties(log_dir).get("node.id") or read_meta_properties(log_dir).get("broker.id")
+        meta = read_meta_properties(log_dir)
+        node = meta.get("node.id") or meta.get("broker.id")
         broker = int(node) if node is not None else None
     hws = _optional_checkpoint(log_dir, "replication-offset-checkpoint")
     starts = _optional_checkpoint(log_dir, "log-start-offset-checkpoint")
