@@ -42,7 +42,6 @@ prints the dump as JSON; `--partition DIR` prints `read_partition(DIR)`;
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import re
 import struct
@@ -289,15 +288,11 @@ class _Reader(object):
 
     def segment(self, path, last):
         """Read one segment file; `last` is True for the partition's last segment."""
-        size = os.path.getsize(path)
-        if size == 0:
-            return
+        # read, not mmap: a broker truncating the file under an mmap would SIGBUS us
         with open(path, "rb") as f:
-            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            self._scan(buf, size, path, last)
-        finally:
-            buf.close()
+            buf = f.read()
+        if buf:
+            self._scan(buf, len(buf), path, last)
 
     def _scan(self, buf, size, path, last):
         name = os.path.basename(path)
