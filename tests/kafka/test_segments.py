@@ -386,6 +386,17 @@ def test_corrupt_magic_mid_segment_stops_that_segment(tmp_path):
     assert got["leo"] == 4 and not got["torn_tail"]
 
 
+@pytest.mark.unit
+def test_missing_jars_name_the_fix(monkeypatch, tmp_path):
+    """Without the jars the broker tests fail (never skip) with the command that installs them."""
+    assert kafka_local.LIB == Path(kafka_local.__file__).resolve().parents[2] / "build" / "kafka" / "4.1.1" / "lib"
+    monkeypatch.setattr(kafka_local, "LIB", tmp_path / "build" / "kafka" / "4.1.1" / "lib")
+    monkeypatch.setattr(kafka_local, "REPO", tmp_path)
+    assert "bash scripts/setup.sh" in kafka_local.jars_missing()
+    with pytest.raises(pytest.fail.Exception, match="bash scripts/setup.sh"):
+        _need_kafka()
+
+
 # ---------------------------------------------------------------------------
 # root tier: one real Kafka 4.1.1 node
 # ---------------------------------------------------------------------------
