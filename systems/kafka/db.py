@@ -149,6 +149,11 @@ class KafkaDb(NodeDaemons):
         if out.returncode != 0:
             why = (out.stderr or out.stdout).strip().splitlines()
             raise ClusterError(f"{node}: kafka.tools.StorageTool format failed: {why[-1] if why else out.returncode}")
+        # StorageTool does not fsync what it writes (meta.properties, bootstrap.checkpoint); on a real
+        # machine the OS writes them back long before a test's power failure, so make them durable
+        # here (`sync FILE...` fsyncs files and directories), or a power fault under lazyfs would
+        # leave a broker that cannot start, which is not what a test of the log is about.
+        remote.run(["find", self.data_dir(node), "-exec", "sync", "{}", "+"], check=False, timeout=60)
 
     def install(self) -> None:
         """Java and the jars on every host, properties rendered, storage formatted
@@ -199,8 +204,8 @@ class KafkaDb(NodeDaemons):
                 pass
         if node == self.controller or node not in self.lib:
             return
-        data = self.data_dir(node)
-        out = remote.run(["find", data, "-maxdepth", "2", "-name", "*checkpoint", "-path", "*"], check=False)
+        data = self.stored_data_dir(node)
+        out = remote.run(["find", data, "-maxdepth", "2", "-name", "*checkpoint"], check=False)
         for path in out.stdout.split():
             rel = os.path.relpath(path, data)
             if rel.startswith("log-") or "/" not in rel:
@@ -213,11 +218,22 @@ class KafkaDb(NodeDaemons):
             if dump is not None:
                 (dest / "dump.json").write_text(json.dumps(dump, separators=(",", ":")))
 
+    def stored_data_dir(self, node: str) -> str:
+        """Where the stopped node's files are: its data directory or, once a power
+        fault's layer is unmounted, the layer's backing folder `<data_dir>.backing`
+        (nemesis/power.py writes out what the layer held before it unmounts)."""
+        data = self.data_dir(node)
+        backing = data.rstrip("/") + ".backing"
+        probe = self.cluster.remotes[node].run(
+            ["sh", "-c", 'if [ -d "$2" ] && ! ls -d "$1"/log-* >/dev/null 2>&1; then echo "$2"; else echo "$1"; fi',
+             "sh", data, backing], check=False)
+        return probe.stdout.strip() or data
+
     def read_dump(self, node: str) -> dict | None:
         """Every record of the node's replicas of the topic, from its segment files
         (systems/kafka/segments.py on the host: python3 only)."""
         remote = self.cluster.remotes[node]
-        out = remote.run([self.cluster.layout.python, self.segments_py[node], self.data_dir(node), "log",
+        out = remote.run([self.cluster.layout.python, self.segments_py[node], self.stored_data_dir(node), "log",
                           "--broker", str(int(node[1:]))], check=False, timeout=300)
         if out.returncode != 0:
             return None
