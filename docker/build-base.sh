@@ -24,9 +24,9 @@ BASE_IMAGE="${HARNESS_BASE_IMAGE:-harness-base:bookworm}"
 NODE_IMAGE="${HARNESS_NODE_IMAGE:-harness-node:latest}"
 ROOTFS="${ROOTFS_DIR:-/var/tmp/harness-rootfs}"
 SUITE=bookworm
-PACKAGES=python3,iproute2,iptables,openssh-server,procps,nats-server,fuse3,libfuse3-3,libfaketime
+PACKAGES=python3,iproute2,iptables,openssh-server,procps,nats-server,fuse3,libfuse3-3,libfaketime,openjdk-17-jre-headless
 # What every image must hold; an older image without one of these is rebuilt.
-REQUIRED=(/usr/bin/python3 /usr/sbin/sshd /usr/sbin/nats-server)
+REQUIRED=(/usr/bin/python3 /usr/sbin/sshd /usr/sbin/nats-server /usr/bin/java)
 LABEL=harness.image=1
 LOGFILE="${TMPDIR:-/tmp}/harness-debootstrap.log"
 FORCE=0

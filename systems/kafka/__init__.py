@@ -16,8 +16,8 @@ System options: `version` (the jars: systems/kafka/maven/pom.xml, resolved
 into build/kafka/<version>/lib), `elr` (KIP-966's eligible.leader.replicas.version
 feature, set when the metadata is formatted), `fsync` (none: Kafka's default,
 the OS flushes; every: log.flush.interval.messages=1), `controllers`
-(dedicated | combined) and `idempotent` (the client's idempotent producer
-instead of one broker answer per send).
+(dedicated | combined), `idempotent` (the client's idempotent producer
+instead of one broker answer per send) and `java` (the launcher on the hosts).
 
 Dumps: each stopped broker's segment files are read back (record batch v2
 with its partitionLeaderEpoch; systems/kafka/segments.py, run on the host), so
@@ -44,6 +44,7 @@ class KafkaOptions(SystemOptions):
     fsync: Literal["none", "every"] = "none"
     controllers: Literal["dedicated", "combined"] = "dedicated"
     idempotent: bool = False
+    java: str = "java"   # the Java launcher on the hosts (17 or later), e.g. a JDK's bin/java
 
     @field_validator("version")
     @classmethod

@@ -113,4 +113,8 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 logger.zk.name = org.apache.zookeeper
 logger.zk.level = WARN
+# The controller's decisions per partition ("partition change for log-0 ...: isr: [..] -> [..], leader: ..,
+# elr: ..") are DEBUG lines: systems/kafka/events.py reads ISR changes from them.
+logger.partitions.name = org.apache.kafka.controller.ReplicationControlManager
+logger.partitions.level = DEBUG
 """

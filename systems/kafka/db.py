@@ -121,7 +121,7 @@ class KafkaDb(NodeDaemons):
     # -- install -----------------------------------------------------------
     def _install_host(self, node: str, local_lib: Path, addresses: dict[str, str], tmp: str) -> None:
         remote = self.cluster.remotes[node]
-        problem = install.java_problem(remote)
+        problem = install.java_problem(remote, self.options.java)
         if problem:
             raise KafkaMissing(problem)
         if _separate_filesystem(remote):
@@ -174,7 +174,7 @@ class KafkaDb(NodeDaemons):
 
     # -- processes -----------------------------------------------------------
     def _java(self, node: str, heap: str) -> list[str]:
-        return ["java", f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS,
+        return [self.options.java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS,
                 f"-Dlog4j2.configurationFile={os.path.join(self.node_dir(node), LOG4J)}",
                 "-cp", os.path.join(self.lib[node], "*")]
 

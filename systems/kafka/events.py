@@ -11,11 +11,17 @@ and UnifiedLog), each after the log4j2 ISO-8601 time `[2026-11-26T19:53:36,114]`
       TruncationState(offset=5, completed=true) due to <reason>
   [UnifiedLog partition=log-0, dir=...] Truncating to offset 5
   [UnifiedLog partition=log-0, dir=...] Truncating to 0 has no effect as the largest offset in the log is -1
-In KRaft the leader reports its ISR as the controller accepted it ("ISR
-updated to", and the ISR a new leader starts with); an ISR change is the
-difference from the ISR this broker logged last for the key. A fetcher's
-truncation is an event only if the log then removed something (a "has no
-effect" line cancels it).
+In KRaft the controller decides every ISR change (a fenced broker leaves
+every ISR at once, without its leaders logging it), and logs each at DEBUG
+(systems/kafka/config.py turns that on):
+  [QuorumController id=100] partition change for log-0 with topic ID ...: isr: [2, 3, 1] -> [3, 1],
+      leader: 2 -> 3, leaderEpoch: 0 -> 1, elr: [] -> [2], partitionEpoch: 2 -> 3
+  [QuorumController id=100] UNCLEAN partition change for log-0 ...: isr: [] -> [1], leader: -1 -> 1, ...
+Those are the ISR events (`controller_events`), each given to the node that
+leads after the change (before it, when the partition is left leaderless);
+the brokers' own ISR lines are read only when no controller log says more
+(`log_events`, for logs without the DEBUG lines). A fetcher's truncation is an
+event only if the log then removed something (a "has no effect" line cancels it).
 """
 from __future__ import annotations
 
@@ -98,11 +104,69 @@ class _Reader:
                 self.event(time, key, "truncate", **{"from": None}, to=to)
 
 
-def log_events(path: Path, node: str) -> list[dict]:
-    """Events of one broker's log, in file order."""
+def log_events(path: Path, node: str, isr: bool = True) -> list[dict]:
+    """Events of one broker's log, in file order (`isr`: its own ISR lines too)."""
     if not path.is_file():
         return []
     reader = _Reader(node)
     for line in path.read_text(errors="replace").splitlines():
-        reader.line(line)
+        if isr or "ISR" not in line:
+            reader.line(line)
     return reader.out
+
+
+_CHANGE = re.compile(r"(UNCLEAN )?partition change for " + TOPIC + r"-(\d+) with topic ID \S+: (.*?)(?: \([\w.$]+\))?$")
+_FIELD = re.compile(r"(\w+): (\[[\d, ]*\]|-?\d+|\w+) -> (\[[\d, ]*\]|-?\d+|\w+)")
+
+
+def _ids(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+_NEW = re.compile(r"Replayed PartitionRecord for new partition " + TOPIC + r"-(\d+) .*?[(,] ?leader=(-?\d+)")
+
+
+def controller_events(paths: list[Path]) -> list[dict]:
+    """ISR changes the KRaft controller made, from the logs that hold its lines
+    (the controller host's, or every node's in a combined quorum), once each,
+    in time order. Each event names `node`: the leader after the change, or
+    before it when the partition is left without one."""
+    lines: set[tuple[str, str]] = set()
+    for path in paths:
+        if path.is_file():
+            for line in path.read_text(errors="replace").splitlines():
+                if TOPIC + "-" in line and ("partition change for " in line or "for new partition " in line):
+                    m = _TIME.match(line)
+                    if m:
+                        lines.add((m.group(1).replace(" ", "T").replace(",", "."), line))
+    leader_of: dict[int, int] = {}
+    out: list[dict] = []
+    for time, line in sorted(lines):
+        if (n := _NEW.search(line)):
+            leader_of[int(n.group(1))] = int(n.group(2))
+            continue
+        c = _CHANGE.search(line)
+        if not c:
+            continue
+        key = int(c.group(2))
+        fields = {f.group(1): (f.group(2), f.group(3)) for f in _FIELD.finditer(c.group(3))}
+        before = leader_of.get(key, -1)
+        if "leader" in fields:
+            before, leader_of[key] = int(fields["leader"][0]), int(fields["leader"][1])
+        if "isr" not in fields:
+            continue
+        after = leader_of.get(key, -1)
+        leader = after if after >= 0 else before
+        old, new = (_nodes(",".join(map(str, _ids(x)))) for x in fields["isr"])
+        base = {"time": time, "node": f"n{leader}" if leader >= 0 else None, "key": key, "isr": new}
+        extra = {"unclean": True} if c.group(1) else {}
+        if "elr" in fields:
+            extra["elr"] = _nodes(",".join(map(str, _ids(fields["elr"][1]))))
+        if "leaderEpoch" in fields:
+            extra["leader_epoch"] = int(fields["leaderEpoch"][1])
+        gone = [n for n in old if n not in new]
+        if gone:
+            out.append({**base, "event": "isr-shrink", "out": gone, **extra})
+        for n in (n for n in new if n not in old):
+            out.append({**base, "event": "isr-expand", "replica": n, "leo": None, "hw": None, **extra})
+    return out

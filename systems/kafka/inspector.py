@@ -160,9 +160,14 @@ class KafkaInspector:
                 return {}
 
     def events(self, node_dir: Path, node: str) -> list[dict]:
-        from systems.kafka.events import log_events
+        """The node's truncations (its own log) and the controller's ISR changes
+        that name it as the leader (the controller's log, beside it in the store)."""
+        from systems.kafka.events import controller_events, log_events
 
-        return log_events(node_dir / "kafka.log", node)
+        logs = sorted(node_dir.parent.glob("*/kafka.log"))
+        decided = [e for e in controller_events(logs) if e["node"] == node]
+        own = log_events(node_dir / "kafka.log", node, isr=not any(controller_events(logs)))
+        return sorted(own + decided, key=lambda e: e["time"])
 
     async def close(self) -> None:
         client, self._client = self._client, None

@@ -9,6 +9,7 @@ another version is resolved the first time a run or a test asks for it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -56,10 +57,17 @@ def ensure_jars(version: str) -> Path:
     return out
 
 
-def java_problem(remote) -> str | None:
+def java_problem(remote, java: str = "java") -> str | None:
     """One line if the host has no Java 17 or later to run a broker."""
-    probe = remote.run(["sh", "-c", "command -v java && java -version 2>&1 | head -1"], check=False)
-    if probe.returncode != 0 or not probe.stdout.strip():
-        return (f"host {remote.name} has no Java; install a JRE 17 or later "
-                f"(apt-get install openjdk-17-jre-headless; scripts/setup.sh does it here)")
+    probe = remote.run(["sh", "-c", 'command -v "$1" >/dev/null && "$1" -version 2>&1 | head -1', "sh", java],
+                       check=False)
+    first = probe.stdout.strip()
+    if probe.returncode != 0 or not first:
+        return (f"host {remote.name} has no Java ({java!r} not found); install a JRE 17 or later "
+                f"(apt-get install openjdk-17-jre-headless; scripts/setup.sh does it here) or give its path "
+                f"with the system option java=/path/to/bin/java")
+    m = re.search(r'version "(\d+)', first)
+    if m and int(m.group(1)) < 17:
+        return (f"host {remote.name}: {java} is Java {m.group(1)}; Kafka 4.x brokers need Java 17 or later "
+                f"(apt-get install openjdk-17-jre-headless, or the system option java=/path/to/bin/java)")
     return None

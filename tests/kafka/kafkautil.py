@@ -1,0 +1,24 @@
+"""A real Kafka cluster (KRaft: controller ctl + brokers n1..n3) on netns for
+the adapter tests, set up by the adapter itself (systems/kafka/db.py)."""
+from __future__ import annotations
+
+from systems.kafka import SYSTEM
+from tests.nats.natsutil import NatsCluster, need_root, until  # noqa: F401  (re-exported)
+from harness.sut import RunShape
+
+
+class KafkaCluster(NatsCluster):
+    """NatsCluster's namespaces, record and client thread, with the Kafka system."""
+
+    def __init__(self, subnet: str, nodes: int = 3, keys: int = 2, tmp=None, settings: dict | None = None,
+                 **options):
+        super().__init__(subnet, nodes=nodes, keys=keys, tmp=tmp, **options)
+        self.shape = RunShape(nodes=nodes, keys=keys, replication_factor=min(3, nodes),
+                              settings={"min.insync.replicas": 2, **(settings or {})})
+
+    def __enter__(self):
+        self.cluster.create()
+        options = SYSTEM.parse_options(self.options)
+        self.db = SYSTEM.make_db(self.cluster, SYSTEM.host_plan(self.shape.nodes, options, self.shape.settings),
+                                 self.shape, options)
+        return self

@@ -1,0 +1,162 @@
+"""The Kafka adapter against a real KRaft cluster (Kafka 4.1, controller on
+ctl, three brokers) on netns: offsets and reads, DescribeTopicPartitions
+(leader, epoch, ISR) and each replica's own offsets in the inspector, a new
+leader in a higher epoch after a kill, ISR events from the brokers' logs,
+and every replica's dump, read from the stopped brokers' segments, holding
+exactly the acknowledged records."""
+import json
+import subprocess
+
+import pytest
+
+from harness.sut import DefiniteError
+from systems.kafka.db import KafkaMissing
+from tests.kafka.kafkautil import KafkaCluster, need_root, until
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+SUBNET = "10.221.7.0/24"
+SETTINGS = {"broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 1000,
+            "replica.lag.time.max.ms": 5000}
+
+
+@pytest.fixture(scope="module")
+def kafka3(tmp_path_factory):
+    need_root()
+    with KafkaCluster(SUBNET, tmp=tmp_path_factory.mktemp("kafka"), settings=SETTINGS) as c:
+        c.db.setup()
+        c.acked = {}
+        yield c
+
+
+async def _ready(db, keys=2):
+    client = db.client()
+    try:
+        await until(lambda: _create(client, keys), timeout=60)
+        await until(lambda: _healthy(client, keys), timeout=60)
+    finally:
+        await client.close()
+
+
+async def _create(client, keys):
+    await client.create(keys, 3, {})
+    return True
+
+
+async def _healthy(client, keys):
+    meta = await client.metadata()
+    return len(meta) == keys and all(m.leader and len(m.isr) == 3 for m in meta.values())
+
+
+def test_sends_polls_metadata_and_replica_offsets(kafka3):
+    db = kafka3.db
+
+    async def scenario():
+        await _ready(db)
+        client = db.client()
+        try:
+            offsets = [await client.send(0, v) for v in range(10, 20)]
+            other = await client.send(1, "x")
+            head = await client.poll(0, 0, max_records=4)
+            rest = await client.poll(0, 4)
+            end = await client.end_offset(0)
+            meta = await client.metadata()
+            states = {}
+
+            async def all_replicated():
+                states.update({n: await db.inspector.state(n) for n in db.nodes})
+                return all(st and st[0].leo == 10 and st[0].hw == 10 for st in states.values())
+            await until(all_replicated, timeout=30)   # a follower's HW (checkpointed every 5 s) catches up
+            try:
+                await client.poll(0, 500)
+                beyond = None
+            except DefiniteError as e:
+                beyond = str(e)
+        finally:
+            await client.close()
+        return offsets, other, head, rest, end, meta, states, beyond
+
+    offsets, other, head, rest, end, meta, states, beyond = kafka3.run(scenario)
+    kafka3.acked.update({(0, o): 10 + i for i, o in enumerate(offsets)} | {(1, 0): "x"})
+    assert offsets == list(range(10)) and other == 0
+    assert head == [(i, 10 + i) for i in range(4)] and rest == [(i, 10 + i) for i in range(4, 10)]
+    assert end == 10
+    leader = meta[0].leader
+    assert set(meta[0].replicas) == {"n1", "n2", "n3"} and meta[0].epoch is not None
+    for node, state in states.items():
+        assert state[0].leo == 10 and state[0].log_start == 0
+        assert state[0].role == ("leader" if node == leader else "follower")
+        assert state[0].leader == leader and state[0].epoch == meta[0].epoch
+    assert set(states[leader][0].isr) == {"n1", "n2", "n3"}
+    assert beyond is not None and "OFFSET_OUT_OF_RANGE" in beyond   # the workload's truncated-log signal
+
+
+def test_a_killed_leader_is_replaced_in_a_higher_epoch(kafka3):
+    db = kafka3.db
+
+    async def scenario():
+        await _ready(db)
+        client = db.client()
+        try:
+            before = (await client.metadata())[0]
+            db.kill(before.leader)
+            after = await until(lambda: _new_leader(client, before.leader), timeout=30)
+            offset = await client.send(0, 99)
+            paused = await db.inspector.state(before.leader)
+            db.start(before.leader)
+            await until(lambda: _healthy(client, 2), timeout=60)
+        finally:
+            await client.close()
+        return before, after, offset, paused
+
+    before, after, offset, paused = kafka3.run(scenario)
+    kafka3.acked[(0, offset)] = 99
+    assert after.leader != before.leader and after.epoch > before.epoch
+    assert offset == 10
+    assert paused is None   # a dead broker does not answer the inspector
+
+
+async def _new_leader(client, old):
+    m = (await client.metadata())[0]
+    return m if m.leader not in (None, old) and old not in m.isr else None
+
+
+def test_a_paused_broker_does_not_answer_the_inspector(kafka3):
+    db = kafka3.db
+    node = db.nodes[-1]
+    db.pause(node)
+    try:
+        state = kafka3.run(lambda: db.inspector.state(node, timeout=1.0))
+    finally:
+        db.resume(node)
+    assert state is None
+
+
+def test_dumps_of_stopped_brokers_hold_every_acknowledged_record(kafka3, tmp_path):
+    """Last: it stops the cluster. Every replica holds exactly the acknowledged
+    records at their offsets; the kill shows in the logs as ISR events."""
+    db = kafka3.db
+    assert kafka3.acked, "runs after the tests that write"
+    db.teardown()
+    events = {}
+    for node in db.hosts:
+        db.collect(node, tmp_path / node)
+        if node in db.nodes:
+            events[node] = db.inspector.events(tmp_path / node, node)
+    for node in db.nodes:
+        dump = json.loads((tmp_path / node / "dump.json").read_text())
+        got = {(p["partition"], r[0]): r[3] for p in dump["partitions"] for r in p["records"]}
+        assert got == kafka3.acked, node
+        assert all(p["hw"] == p["leo"] for p in dump["partitions"])   # a clean stop checkpoints the HW
+    kinds = {e["event"] for evs in events.values() for e in evs}
+    assert {"isr-shrink", "isr-expand"} <= kinds
+
+
+def test_no_java_on_a_host_is_one_line_naming_the_fix(tmp_path):
+    need_root()
+    with KafkaCluster("10.221.8.0/24", nodes=1, tmp=tmp_path, java="/nonexistent/bin/java") as c:
+        with pytest.raises(KafkaMissing) as e:
+            c.db.setup()
+    text = str(e.value)
+    assert "\n" not in text and "has no Java" in text and "openjdk-17-jre-headless" in text
+    out = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True)
+    assert out.returncode == 1   # nothing left running
