@@ -271,6 +271,9 @@ class System:
     variant_option: str | None = None                 # the option scenarios expect verdicts per (era)
     variants: tuple[str, ...] = ()                    # its values
     default_settings: Callable[[int], dict] = lambda replication_factor: {}  # settings a spec gets unless set
+    # Replication events (leader / follower / truncate / elect / recover dicts) from a store's nodes/ folder,
+    # for the report's stories of lost writes; None: the report reads the replica's own log format.
+    node_events: Callable[[Path], list[dict]] | None = None
 
     def variant_options(self, variant: str | None) -> dict:
         """system_options that select a variant."""

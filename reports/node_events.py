@@ -40,6 +40,8 @@ class NodeEvent:
 
     def describe(self) -> str:
         if self.kind == "truncate":
+            if self.leo is None:
+                return f"{self.node} truncated its log to {self.to}" + (f" ({self.text})" if self.text else "")
             return f"{self.node} truncated its log from {self.leo} to {self.to}"
         if self.kind == "leader":
             return f"{self.node} became leader in epoch {self.epoch} with LEO {self.leo}"
@@ -74,15 +76,38 @@ def _parse(node: str, line: str, clock: RunClock) -> NodeEvent | None:
     return None
 
 
+def _system_reader(store_dir: Path):
+    """The store's system's event reader (test.json names the system), if it has one."""
+    import json
+
+    from harness import registry
+
+    try:
+        name = json.loads((store_dir / "test.json").read_text()).get("system")
+        return registry.system(name).node_events if name else None
+    except (OSError, ValueError, registry.RegistryError):
+        return None
+
+
 def _node(broker: str) -> str:
     return f"n{broker}" if broker.isdigit() else broker
 
 
 def read_node_events(store_dir: Path, clock: RunClock) -> list[NodeEvent]:
-    """Every event of ``nodes/*/broker.log`` and ``nodes/ctl/controller.log``, in time order."""
+    """Every event of the nodes' logs, in time order: through the system's own
+    reader (System.node_events) when it has one, else the replica's
+    ``nodes/*/broker.log`` and ``nodes/ctl/controller.log``."""
     events: list[NodeEvent] = []
     nodes = store_dir / "nodes"
     if not nodes.is_dir():
+        return events
+    reader = _system_reader(store_dir)
+    if reader is not None:
+        for d in reader(nodes):
+            events.append(NodeEvent(clock.from_wall(d["time"]), d["node"], int(d["key"]), d["kind"],
+                                    epoch=d.get("epoch"), leo=d.get("leo"), to=d.get("to"),
+                                    leader=d.get("leader"), text=d.get("text", "")))
+        events.sort(key=lambda e: (e.t is None, e.t or 0.0))
         return events
     for node_dir in sorted(p for p in nodes.iterdir() if p.is_dir()):
         for name in ("broker.log", "controller.log"):

@@ -78,6 +78,12 @@ def check_settings(settings: dict, options: KafkaOptions) -> None:
     install.ensure_jars(options.version)
 
 
+def node_events(nodes_dir):
+    from systems.kafka.events import story_events
+
+    return story_events(nodes_dir)
+
+
 def setting_value(name: str, settings: dict, options: KafkaOptions) -> float:
     from systems.kafka.config import effective
 
@@ -99,6 +105,7 @@ SYSTEM = System(
     variant_option="version",
     variants=VERSIONS,
     default_settings=lambda rf: {"min.insync.replicas": min(2, rf)},
+    node_events=node_events,
     lacks={
         CLOCK: "the JVM's clock under libfaketime is not verified yet; clock faults are refused",
         "fault clock": "the JVM's clock under libfaketime is not verified yet; clock faults are refused",

@@ -99,12 +99,12 @@ def topic_config(settings: dict, options) -> dict:
 
 
 LOG4J2 = """\
-# One console appender: the daemon's stdout is the node's kafka.log.
+# One console appender: the daemon's stdout is the node's kafka.log; times in UTC (the reports' axis).
 status = warn
 appender.out.type = Console
 appender.out.name = OUT
 appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d{ISO8601}] %p %m (%c)%n
+appender.out.layout.pattern = [%d{yyyy-MM-dd'T'HH:mm:ss.SSS'Z'}{UTC}] %p %m (%c)%n
 rootLogger.level = INFO
 rootLogger.appenderRef.out.ref = OUT
 logger.kafka.name = kafka

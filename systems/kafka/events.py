@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 TOPIC = "log"
-_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[,.]\d+)\]")
+_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[,.]\d+Z?)\]")
 _LEADER = re.compile(r"\[Broker id=\d+\] Leader " + TOPIC + r"-(\d+) with topic id .*? starts at leader epoch (\d+) "
                      r"from offset (\d+).*?, ISR \[([\d, ]*)\]")
 _UPDATED = re.compile(r"\[Partition " + TOPIC + r"-(\d+) broker=\d+\] ISR updated to ([\d,]*)")
@@ -169,4 +169,59 @@ def controller_events(paths: list[Path]) -> list[dict]:
             out.append({**base, "event": "isr-shrink", "out": gone, **extra})
         for n in (n for n in new if n not in old):
             out.append({**base, "event": "isr-expand", "replica": n, "leo": None, "hw": None, **extra})
+    return out
+
+
+# -- the report's story: who led, who followed, who truncated, who was elected ---
+_BROKER_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader " + TOPIC + r"-(\d+) with topic id .*? starts at leader epoch "
+                            r"(\d+) from offset (\d+)")
+_BROKER_FOLLOWER = re.compile(r"\[Broker id=(\d+)\] Follower " + TOPIC + r"-(\d+) starts at leader epoch (\d+) from "
+                              r"offset (\d+) .*?Current leader is (-?\d+)")
+_LOADED = re.compile(r"Completed load of Log\(dir=[^,]*/" + TOPIC + r"-(\d+), .*?highWatermark=(\d+), .*?"
+                     r"logEndOffset=(\d+)\)")
+
+
+def story_events(nodes_dir: Path) -> list[dict]:
+    """Replication events of a store's `nodes/*/kafka.log`, for the report's
+    stories: {"time", "node", "key", "kind": leader | follower | truncate | elect |
+    recover, "epoch", "leo", "to", "leader", "text"} (reports/node_events.py)."""
+    out: list[dict] = []
+    logs = sorted(nodes_dir.glob("*/kafka.log"))
+    for path in logs:
+        node = path.parent.name
+        for line in path.read_text(errors="replace").splitlines():
+            m = _TIME.match(line)
+            if not m or (TOPIC + "-") not in line:
+                continue
+            time = m.group(1).replace(" ", "T").replace(",", ".")
+            if (x := _BROKER_LEADER.search(line)):
+                out.append({"time": time, "node": node, "key": int(x.group(2)), "kind": "leader",
+                            "epoch": int(x.group(3)), "leo": int(x.group(4)), "leader": node})
+            elif (x := _BROKER_FOLLOWER.search(line)):
+                lead = int(x.group(5))
+                out.append({"time": time, "node": node, "key": int(x.group(2)), "kind": "follower",
+                            "epoch": int(x.group(3)), "leo": int(x.group(4)),
+                            "leader": f"n{lead}" if lead >= 0 else None})
+            elif (x := _LOADED.search(line)):
+                out.append({"time": time, "node": node, "key": int(x.group(1)), "kind": "recover",
+                            "leo": int(x.group(3)), "to": int(x.group(2))})
+        for ev in log_events(path, node, isr=False):
+            if ev["event"] == "truncate":
+                out.append({"time": ev["time"], "node": node, "key": ev["key"], "kind": "truncate",
+                            "leo": ev.get("from"), "to": ev["to"], "text": ev.get("reason", "")})
+    for ev in controller_events(logs):
+        if ev.get("leader_epoch") is not None:
+            how = "unclean election, " if ev.get("unclean") else ""
+            elr = f", ELR [{','.join(ev['elr'])}]" if ev.get("elr") else ""
+            out.append({"time": ev["time"], "node": "ctl", "key": ev["key"], "kind": "elect",
+                        "epoch": ev["leader_epoch"], "leader": ev["node"],
+                        "text": f" ({how}ISR [{','.join(ev['isr'])}]{elr})"})
+    out.sort(key=lambda e: e["time"])
+    leo: dict[tuple[str, int], int] = {}
+    for ev in out:   # a truncation's "from": the LEO the node last reported for the key
+        where = (ev["node"], ev["key"])
+        if ev["kind"] == "truncate" and ev["leo"] is None and leo.get(where, -1) > ev["to"]:
+            ev["leo"] = leo[where]
+        if ev.get("leo") is not None:
+            leo[where] = ev["to"] if ev["kind"] == "truncate" else ev["leo"]
     return out
