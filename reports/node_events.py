@@ -84,7 +84,7 @@ def _system_reader(store_dir: Path):
 
     try:
         name = json.loads((store_dir / "test.json").read_text()).get("system")
-        return registry.system(name).node_events if name else None
+        return getattr(registry.system(name), "node_events", None) if name else None
     except (OSError, ValueError, registry.RegistryError):
         return None
 
