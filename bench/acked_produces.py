@@ -1,16 +1,19 @@
-"""Acknowledged publishes per second of NATS JetStream beside the replica's
-acks=all produces, measured in the same run (a benchmark, not a test).
+"""Acknowledged produces per second of Apache Kafka and NATS JetStream beside
+the replica's acks=all produces, measured in the same run (a benchmark, not a
+test).
 
-Both systems run behind the same seam (harness.sut) on a 3-node netns
-cluster (root needed) with 3 keys of 3 replicas: NATS as 3 streams with file
-storage, the replica as a topic of 3 partitions with min.insync.replicas 2.
+Every system runs behind the same seam (harness.sut) on a 3-node netns
+cluster (root needed) with 3 keys of 3 replicas: Kafka 4.1 (KRaft controller
+on ctl) and the replica as a topic of 3 partitions with min.insync.replicas 2
+and acks=all, NATS as 3 streams with file storage.
 16 concurrent clients (one LogClient each, as workload processes have) send
 one record per request to key (client index mod 3) for a fixed time.
 Rounds alternate between the systems so that the machine's noise hits both;
-the figure to read is the ratio of the medians.
+the figures to read are the ratios of the medians to the replica's (the
+baseline measured in the same run).
 
-    .venv/bin/python bench/nats_publish.py [--seconds 10] [--clients 16] [--rounds 3]
-        [--subnet 10.221.200.0/24]
+    .venv/bin/python bench/acked_produces.py [--seconds 10] [--clients 16] [--rounds 3]
+        [--subnet 10.221.200.0/24] [--systems kafka,nats,replica]
 
 Prints one line per round and a closing JSON line with every figure.
 """
@@ -37,7 +40,8 @@ from harness.cluster.netns import NetnsCluster  # noqa: E402
 from harness.sut import RunShape  # noqa: E402
 
 KEYS = 3
-SYSTEMS = {"nats": {}, "replica": {"min.insync.replicas": 2}}
+SYSTEMS = {"kafka": {"min.insync.replicas": 2}, "nats": {}, "replica": {"min.insync.replicas": 2}}
+BASELINE = "replica"
 
 
 async def _ready(db, timeout: float = 60.0) -> None:
@@ -105,7 +109,8 @@ def one_round(name: str, args) -> dict:
     try:
         cluster.create()
         shape = RunShape(nodes=3, keys=KEYS, replication_factor=3, settings=dict(SYSTEMS[name]))
-        db = system.make_db(cluster, system.host_plan(3), shape, system.parse_options({}))
+        options = system.parse_options({})
+        db = system.make_db(cluster, system.host_plan(3, options, shape.settings), shape, options)
         db.setup()
 
         def clients_thread():  # the client namespace is entered per thread
@@ -140,22 +145,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--subnet", default="10.221.200.0/24")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help="comma list; the replica is always measured")
     args = p.parse_args(argv)
+    names = [n for n in SYSTEMS if n in args.systems.split(",") or n == BASELINE]
     if os.geteuid() != 0:
-        print("bench/nats_publish.py needs root (netns clusters); run it as root", file=sys.stderr)
+        print("bench/acked_produces.py needs root (netns clusters); run it as root", file=sys.stderr)
         return 2
-    rounds: dict[str, list[dict]] = {n: [] for n in SYSTEMS}
+    rounds: dict[str, list[dict]] = {n: [] for n in names}
     for r in range(args.rounds):
-        for name in SYSTEMS:
+        for name in names:
             res = one_round(name, args)
             rounds[name].append(res)
             print(f"round {r + 1} {name:<8} {res['acked_per_s']:>8.1f} acked/s  p50 {res['p50_ms']} ms  "
                   f"p99 {res['p99_ms']} ms  errors {res['errors']}  load {res['load_avg_1m']}", flush=True)
     med = {n: statistics.median(x["acked_per_s"] for x in rs) for n, rs in rounds.items()}
-    ratio = round(med["nats"] / med["replica"], 2) if med["replica"] else None
-    print(f"median acked/s: nats {med['nats']:.1f}, replica {med['replica']:.1f}; nats/replica = {ratio}")
+    ratios = {n: round(med[n] / med[BASELINE], 2) if med[BASELINE] else None for n in names if n != BASELINE}
+    print("median acked/s: " + ", ".join(f"{n} {v:.1f}" for n, v in med.items()) + "; "
+          + ", ".join(f"{n}/{BASELINE} = {r}" for n, r in ratios.items()))
     print(json.dumps({"clients": args.clients, "seconds": args.seconds, "median_acked_per_s": med,
-                      "ratio_nats_to_replica": ratio, "rounds": rounds}))
+                      f"ratio_to_{BASELINE}": ratios, "rounds": rounds}))
     return 0
 
 

@@ -1,0 +1,98 @@
+"""`harness run --sut kafka` end to end, as a user runs it (a subprocess, a
+real KRaft cluster on netns): a verdict with results.json, Kafka's leaders,
+epochs and ISR in the samples and the report's plots, every broker's dump;
+the power, corrupt and packet faults on Kafka; and after a SIGKILLed run,
+`harness cleanup` leaves no JVM, FUSE mount, namespace or rule."""
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness.hnetns_util import leftovers
+from tests.harness.hrun_util import harness_cmd, harness_env, run_harness
+from tests.kafka.kafkautil import need_root
+
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def _store(out: subprocess.CompletedProcess) -> Path:
+    lines = out.stdout.strip().splitlines()
+    assert lines, out.stderr[-3000:]
+    return Path(lines[-1])
+
+
+def test_run_with_kill_pause_partition_ends_with_a_verdict_and_kafka_in_the_report(tmp_path):
+    need_root()
+    out = run_harness(tmp_path, "run", "--sut", "kafka", "--nemesis", "kill,pause,partition",
+                      "--nemesis-interval", "5", "--time-limit", "30", "--seed", "5", "--subnet", "10.221.9.0/24",
+                      "--store", tmp_path / "s", timeout=500)
+    store = _store(out)
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    results = json.loads((store / "results.json").read_text())
+    assert results["valid"] in (True, False)
+    assert results["checkers"]["replica-diff"]["valid"] in (True, False)   # every broker's dump was read
+    for node in ("n1", "n2", "n3"):
+        dump = json.loads((store / "nodes" / node / "dump.json").read_text())
+        assert {p["partition"] for p in dump["partitions"]} == {0, 1, 2}
+        assert (store / "nodes" / node / "kafka.log").is_file()
+    parts = [p for line in (store / "samples.jsonl").read_text().splitlines()
+             for p in json.loads(line)["state"]["partitions"]]
+    assert {p["leader"] for p in parts} & {"n1", "n2", "n3"}
+    assert all(p["leader_epoch"] is not None for p in parts)
+    assert any(len(p["isr"]) == 3 for p in parts if p["role"] == "leader")
+    assert any(p["leo"] and p["hw"] is not None for p in parts)
+    page = (store / "report.html").read_text()
+    assert 'id="replica-0"' in page and "topology-plot" in page
+    assert not list((tmp_path / "runs").glob("*.json")), "run record left behind"
+
+
+def test_power_corrupt_and_packet_faults_run_on_kafka(tmp_path):
+    need_root()
+    out = run_harness(tmp_path, "run", "--sut", "kafka", "--nemesis", "power,corrupt,packet",
+                      "--nemesis-interval", "4", "--time-limit", "30", "--seed", "3", "--subnet", "10.221.10.0/24",
+                      "--store", tmp_path / "s", timeout=500)
+    store = _store(out)
+    assert out.returncode in (0, 1), out.stderr[-3000:]
+    faults = {json.loads(l)["f"] for l in (store / "history.jsonl").read_text().splitlines()
+              if json.loads(l)["process"] == "nemesis"}
+    assert {"power", "corrupt", "packet"} & faults, faults
+    assert (store / "nodes" / "n1" / "dump.json").is_file()
+
+
+def _jvms(marker: str) -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [l for l in ps.splitlines() if "kafka.Kafka" in l and marker in l]
+
+
+def test_sigkill_then_cleanup_leaves_no_jvm_mount_namespace_or_rule(tmp_path):
+    need_root()
+    proc = subprocess.Popen(harness_cmd("run", "--sut", "kafka", "--nemesis", "power,partition",
+                                        "--nemesis-interval", "3", "--time-limit", "120", "--seed", "2",
+                                        "--subnet", "10.221.11.0/24", "--store", tmp_path / "s"),
+                            cwd=tmp_path, env=harness_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    store = None
+    while time.monotonic() < deadline:
+        running = [d for d in (tmp_path / "s").glob("*/*") if d.is_dir() and not d.is_symlink()]
+        hist = running[0] / "history.jsonl" if running else None
+        if hist is not None and hist.exists() and '"nemesis"' in hist.read_text():
+            store = running[0]
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    assert store is not None, "the run did not get to its first fault"
+    run_id = json.loads((store / "test.json").read_text())["run_id"]
+    work = str(tmp_path / "work" / run_id)
+    assert _jvms(work), "the run's brokers must be running before the kill"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert leftovers(run_id) and _jvms(work)
+    out = run_harness(tmp_path, "cleanup")
+    assert out.returncode == 0, out
+    assert leftovers(run_id) == [] and _jvms(work) == []
+    assert work not in Path("/proc/mounts").read_text()
+    assert not Path(work).exists()
