@@ -139,12 +139,17 @@ class Flattener:
         if f in RESET_FS and kind != "invoke":
             self._reset(process, f, kind, op)
             return [], []
-        if f == "send":
-            return self._send(op, process, kind, index), []
-        if f == "poll":
-            return [], self._poll_op(op, process, kind, index)
-        if f == "txn":
-            return self._send(op, process, kind, index), self._poll_op(op, process, kind, index)
+        try:
+            if f == "send":
+                return self._send(op, process, kind, index), []
+            if f == "poll":
+                return [], self._poll_op(op, process, kind, index)
+            if f == "txn":
+                return self._send(op, process, kind, index), self._poll_op(op, process, kind, index)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"op {index} ({f}): expected integer keys (partitions) and offsets, as the harness "
+                f"and Jepsen's Kafka workload write them; got {str(op.get('value'))[:80]}") from None
         return [], []
 
     def _reset(self, process: str, f: str, kind: str, op: dict) -> None:
