@@ -73,7 +73,8 @@ given, identical in both engines):
   to the same key that completed before B was invoked (history index order).
   Jepsen finds these as G0-realtime cycles with Elle; this is the direct
   per-key form. Per send B; the example names the A with the highest offset
-  (ties: the later completion). Order key, B's invoke index.
+  (ties: the later completion). Order key, B's invoke index, B's offset (one
+  op may send several values to a key).
 
 valid: False if any count is positive; "unknown" if the history has no ok send
 and no read (nothing was checked); True otherwise.
@@ -330,7 +331,7 @@ def _realtime_order(sends):
                 if best is None or (offset, index) > best:
                     best = (offset, index)
             elif best is not None and best[0] > offset:
-                found.append(((key, index), {
+                found.append(((key, index, offset), {
                     "key": key, "value": decode_value(value), "offset": offset,
                     "earlier_offset": best[0], "ops": [best[1], index]}))
     found.sort(key=lambda r: r[0])

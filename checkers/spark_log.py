@@ -170,7 +170,8 @@ def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame |
                  "prev_index", F.col("op_at").alias("index"),
                  F.col("invoke_index").alias("at")],
                 {"a": F.col("key"),
-                 "b": F.when(is_late, F.col("invoke_index")).otherwise(F.col("op_at"))})
+                 "b": F.when(is_late, F.col("invoke_index")).otherwise(F.col("op_at")),
+                 "c": F.when(is_late, F.col("offset"))})
 
 
 def results(tables: Tables, top: dict) -> dict[str, dict]:
