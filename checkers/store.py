@@ -234,7 +234,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
 
 
 PARQUET_MADE = "made.json"
-PARQUET_FORMAT = 3  # bump when the tables' columns or their meaning change
+PARQUET_FORMAT = 4  # bump when the tables' columns or their meaning change (4: sessions per key)
 
 
 def parquet_sources(store_dir: str) -> dict:
