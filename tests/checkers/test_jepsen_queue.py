@@ -20,7 +20,7 @@ import pytest
 
 from checkers import log_anomalies
 from checkers.flatten import flatten
-from checkers.history import read_history
+from checkers.history import read_history, write_jsonl
 from checkers.store import check_history_file
 from tests.checkers.testdata import TESTDATA
 
@@ -49,6 +49,28 @@ def test_the_edn_reader_imports_assign_subscribe_and_multi_key_sends():
     assert [s[:4] for s in sends if s[6] == 28] == [(4, '"c"', 3, "ok"), (4, '"d"', 4, "ok"),
                                                     (5, '"e"', 0, "ok")]
     assert {r[0] for r in reads} == {0, 2, 4, 5}
+
+
+@pytest.mark.unit
+def test_a_txn_op_gives_its_sends_and_its_reads():
+    ops = [{"index": 0, "process": 0, "type": "invoke", "f": "txn",
+            "value": [["send", 3, "a"], ["poll"]]},
+           {"index": 1, "process": 0, "type": "ok", "f": "txn",
+            "value": [["send", 3, [5, "a"]], ["poll", {3: [[4, "z"], [5, "a"]]}]]}]
+    sends, reads, _stats = flatten(ops)
+    assert sends == [(3, '"a"', 5, "ok", "0", 0, 1)]
+    assert [(r[0], r[1], r[2]) for r in reads] == [(3, 4, '"z"'), (3, 5, '"a"')]
+
+
+@pytest.mark.unit
+def test_both_parquet_conversions_agree_on_the_queue_history(tmp_path):
+    """The block-wise conversion leaves Jepsen-shaped ops to the reference Flattener."""
+    from tests.checkers.test_jsonl_parquet import convert_both
+
+    path = tmp_path / "history.jsonl"
+    write_jsonl(read_history(HISTORY), path)
+    tables = convert_both(path, tmp_path)
+    assert tables["sends"].num_rows == 15 and tables["reads"].num_rows == 16
 
 
 @pytest.mark.unit
