@@ -236,6 +236,8 @@ def check(
 
     if store.is_file():
         _check_history_file(store, engine, master, json_out)
+    if store.suffix in (".edn", ".jsonl") and not store.exists():
+        fail(f"{store}: no such file; pass a history.jsonl or history.edn, or a run directory")
     try:
         path = validate_store(store)
     except StoreError as e:

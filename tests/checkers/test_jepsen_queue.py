@@ -112,3 +112,10 @@ def test_the_spark_engine_agrees_on_the_edn_file(spark):
     assert found(remote["checkers"]["log"]) == EXPECTED
     assert remote["checkers"]["log"] == local["checkers"]["log"]
     assert remote["checkers"]["linearizability"]["valid"] == local["checkers"]["linearizability"]["valid"]
+
+
+@pytest.mark.unit
+def test_a_missing_history_file_is_a_one_line_error(tmp_path):
+    out = harness("check", str(tmp_path / "history.edn"))
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "no such file" in out.stderr
