@@ -32,7 +32,9 @@ _ALL = [
     Anomaly("lost-write", "log",
             "An acknowledged send is missing from the log although a later offset of the same partition was "
             "read: the cluster confirmed the write, then lost it.",
-            "{n} acknowledged write{s} lost", (":lost-write",), "Jepsen also counts the value under :unseen."),
+            "{n} acknowledged write{s} lost", (":lost-write",),
+            "Jepsen also counts the value under :unseen, and counts as lost the unread values of a "
+            "timed-out op one of whose values was read; we count only acknowledged sends."),
     Anomaly("unseen", "log",
             "An acknowledged send was never read, and nothing after it was read either: it may be lost, or "
             "the final reads never reached it.",
