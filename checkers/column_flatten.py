@@ -82,12 +82,12 @@ class ColumnFlattener(Flattener):
     def _columns() -> dict:
         return {name: [] for name in READ_COLUMNS + ("seq",)}
 
-    def _poll(self, op, process, index, invoke_index) -> list[tuple]:
-        session = self.session_of(process)
+    def _poll(self, polled: dict, process, index, invoke_index) -> list[tuple]:
         reads = self.reads
         final = bool(self.final_phase)
-        polled = op.get("value") or {}
+        process_session = self.session_of(process)
         for key in sorted(polled, key=int):
+            session = self.stream_session(process, int(key), process_session)
             pairs = polled[key]
             n = len(pairs)
             reads["offset"].extend([int(offset) for offset, _ in pairs])

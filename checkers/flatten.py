@@ -31,10 +31,32 @@ records: one row per record of a replica dump (docs/interfaces.md, Dump)
 replicas: one row per partition of a replica dump
     node, key, hw, leo, log_start
 
-A *session* is a run of one process's polls over which offsets must advance:
-it ends when the process reassigns or resets its consumer (an op with f in
-RESET_FS) and at the final phase (the nemesis op with f "final"), after which
-final polls re-read every key from the start.
+A *session* numbers one consumer stream: the reads of one process over which
+a key's offsets must advance. Sessions are per (process, key), as Kafka's
+consumer positions are per partition:
+
+- an assign or subscribe (f in REASSIGN_FS, ok or info, value: the keys)
+  keeps the stream of every key it names, so a later poll of such a key that
+  goes back is nonmonotonic-poll and one that jumps ahead is poll-skip (Kafka's
+  `assign()` keeps the position of partitions that stay assigned; a group
+  member resumes from its committed offset). Keys it drops start afresh.
+  This is Jepsen's rule too (`poll-skip+nonmonotonic-cases-per-process`
+  keeps `(select-keys last-reads (:value op))`). A failed one changes nothing;
+- a seek, an explicit reset or a crash (FULL_RESET_FS, any completion) and a
+  reassignment without a key list start every key afresh;
+- the final phase (the nemesis op with f "final") starts every key afresh:
+  final polls re-read every key from the start.
+
+Sends are not sessions: a process's sends are ordered whatever its consumer
+does (`checkers.log_anomalies`, nonmonotonic-send).
+
+Ops come in the harness's shape (a send's value `[key, value]`, completed as
+`[key, [offset, value]]`; a poll's `{key: [[offset, value], ...]}`) or in
+Jepsen's queue shape, as Jepsen's `history.edn` has them: a send's value a
+list of micro-ops `[["send", key, value], ...]` (completed with
+`[offset, value]` in place of the value; one op may send to several keys), a
+poll's `[["poll", {key: pairs}], ...]` (invoked as `[["poll"]]`), and `txn`
+ops that mix both. Every send micro-op is one send row of its op.
 """
 
 from __future__ import annotations
@@ -49,7 +71,10 @@ READ_COLUMNS = ("key", "offset", "value", "process", "index", "pos", "session", 
 END_COLUMNS = ("key", "end_offset", "invoke_index", "complete_index")
 RECORD_COLUMNS = ("node", "key", "offset", "epoch", "value")
 REPLICA_COLUMNS = ("node", "key", "hw", "leo", "log_start")
-RESET_FS = frozenset({"assign", "subscribe", "seek", "crash", "reset"})
+REASSIGN_FS = frozenset({"assign", "subscribe"})
+FULL_RESET_FS = frozenset({"seek", "crash", "reset"})
+RESET_FS = REASSIGN_FS | FULL_RESET_FS
+DATA_FS = ("send", "poll", "txn")  # ops that carry sends or reads
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
@@ -75,7 +100,8 @@ class Flattener:
 
     def __init__(self) -> None:
         self.pending: dict[str, dict] = {}  # process -> open send invocation
-        self.resets: Counter = Counter()    # process -> consumer resets so far
+        self.resets: Counter = Counter()    # process -> consumer resets and reassignments so far
+        self.kept: dict[str, dict[int, int]] = {}  # process -> key -> session a reassignment kept
         self.final_phase = 0
         self.sessions: dict[tuple, int] = {}
         self.stats: Counter = Counter()
@@ -84,8 +110,18 @@ class Flattener:
         self.last_final: dict[int, tuple] = {}  # key -> end row after its last final poll
 
     def session_of(self, process: str) -> int:
+        """The process's session of every key no reassignment kept (numbered on first use)."""
         marker = (process, self.resets[process], self.final_phase)
         return self.sessions.setdefault(marker, len(self.sessions))
+
+    def stream_session(self, process: str, key: int, session: int) -> int:
+        """The session of one (process, key) stream: the one a reassignment kept, else the
+        process's `session` (numbered for every ok poll, even an empty one, as a run of
+        lines numbers it: `checkers.flatten_runs`)."""
+        kept = self.kept.get(process)
+        if kept:
+            return kept.get(key, session)
+        return session
 
     def feed(self, op: dict) -> tuple[list[tuple], list[tuple]]:
         """Consume one op; return (send rows, read rows) that it completes."""
@@ -98,28 +134,64 @@ class Flattener:
         if process == "nemesis":
             if f == "final":
                 self.final_phase = 1
+                self.kept.clear()
             return [], []
         if f in RESET_FS and kind != "invoke":
-            self.resets[process] += 1
+            self._reset(process, f, kind, op)
             return [], []
-        if f == "send":
-            return self._send(op, process, kind, index), []
-        if f == "poll":
-            if kind == "invoke":
-                self.poll_invokes[process] = index
-                return [], []
-            invoke_index = self.poll_invokes.pop(process, index)
-            if kind == "ok":
-                if self.final_phase:
-                    self._final_poll(op, process, index, invoke_index)
-                return [], self._poll(op, process, index, invoke_index)
+        try:
+            if f == "send":
+                return self._send(op, process, kind, index), []
+            if f == "poll":
+                return [], self._poll_op(op, process, kind, index)
+            if f == "txn":
+                return self._send(op, process, kind, index), self._poll_op(op, process, kind, index)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"op {index} ({f}): expected integer keys (partitions) and offsets, as the harness "
+                f"and Jepsen's Kafka workload write them; got {str(op.get('value'))[:80]}") from None
         return [], []
 
-    def _final_poll(self, op, process, index, invoke_index) -> None:
+    def _reset(self, process: str, f: str, kind: str, op: dict) -> None:
+        """A completed reassignment keeps the streams of the keys it names; anything else
+        (a seek, reset, crash, or a reassignment that seeks or names no keys) ends them all."""
+        if f in REASSIGN_FS and kind == "fail":
+            return  # the consumer kept its assignment
+        keys = _keys(op.get("value")) if f in REASSIGN_FS and not op.get("seek-to-beginning?") else None
+        kept = {}
+        if keys:
+            current = self.kept.get(process, {})
+            base = self.sessions.get((process, self.resets[process], self.final_phase))
+            for key in keys:
+                session = current.get(key, base)
+                if session is not None:
+                    kept[key] = session
+        self.resets[process] += 1
+        if kept:
+            self.kept[process] = kept
+            # Numbered now, not at its first poll: a run of lines (`checkers.flatten_runs`)
+            # numbers a process's session before it looks at the keys, and must agree.
+            self.session_of(process)
+        else:
+            self.kept.pop(process, None)
+
+    def _poll_op(self, op, process, kind, index) -> list[tuple]:
+        if kind == "invoke":
+            self.poll_invokes[process] = index
+            return []
+        invoke_index = self.poll_invokes.pop(process, index)
+        if kind != "ok":
+            return []
+        polled = poll_value(op.get("value"))
+        if self.final_phase:
+            self._final_poll(polled, process, index, invoke_index)
+        return self._poll(polled, process, index, invoke_index)
+
+    def _final_poll(self, polled: dict, process, index, invoke_index) -> None:
         """Follow the final consumer's position per key: after its last poll, the end."""
         session = self.session_of(process)
-        for key, pairs in (op.get("value") or {}).items():
-            stream = (session, int(key))
+        for key, pairs in polled.items():
+            stream = (self.stream_session(process, int(key), session), int(key))
             if pairs:
                 self.final_position[stream] = int(pairs[-1][0]) + 1
             end = self.final_position.get(stream, 0)
@@ -133,39 +205,82 @@ class Flattener:
         if kind == "invoke":
             stale = self.pending.pop(process, None)
             self.pending[process] = op
-            return [self._open_send_row(stale)] if stale is not None else []
+            return self._open_send_rows(stale) if stale is not None else []
         invoke = self.pending.pop(process, None)
-        value = op.get("value")
-        key, sent, offset = _parse_send_value(value)
-        if invoke is not None:
-            key, sent = invoke["value"][0], invoke["value"][1]
-        if key is None:
-            return []
+        acked = sends_of(op.get("value"))
+        sent = sends_of(invoke["value"], completed=False) if invoke is not None else acked
         invoke_index = invoke["index"] if invoke is not None else index
-        return [(int(key), encode_value(sent), offset if kind == "ok" else None,
-                 kind, process, invoke_index, index)]
-
-    def _poll(self, op, process, index, invoke_index) -> list[tuple]:
-        session = self.session_of(process)
-        final = bool(self.final_phase)
         rows = []
-        for key in sorted((op.get("value") or {}), key=int):
-            for pos, (offset, value) in enumerate(op["value"][key]):
+        for i, (key, value, _) in enumerate(sent):
+            offset = acked[i][2] if kind == "ok" and i < len(acked) else None
+            rows.append((int(key), encode_value(value), offset, kind, process, invoke_index, index))
+        return rows
+
+    def _poll(self, polled: dict, process, index, invoke_index) -> list[tuple]:
+        final = bool(self.final_phase)
+        process_session = self.session_of(process)
+        rows = []
+        for key in sorted(polled, key=int):
+            session = self.stream_session(process, int(key), process_session)
+            for pos, (offset, value) in enumerate(polled[key]):
                 rows.append((int(key), int(offset), encode_value(value), process, index, pos, session,
                              invoke_index, final))
         return rows
 
     @staticmethod
-    def _open_send_row(invoke: dict) -> tuple:
-        key, value = invoke["value"][0], invoke["value"][1]
-        return (int(key), encode_value(value), None, "info", str(invoke.get("process")),
-                invoke["index"], None)
+    def _open_send_rows(invoke: dict) -> list[tuple]:
+        """An invocation that never completed: one indefinite row per value it sends."""
+        return [(int(key), encode_value(value), None, "info", str(invoke.get("process")),
+                 invoke["index"], None) for key, value, _ in sends_of(invoke["value"], completed=False)]
 
     def finish(self) -> list[tuple]:
         """Sends still open at the end of the history: indefinite, like info."""
-        rows = [self._open_send_row(op) for op in self.pending.values()]
+        rows = [row for op in self.pending.values() for row in self._open_send_rows(op)]
         self.pending.clear()
         return rows
+
+
+def _keys(value) -> list[int] | None:
+    """The keys a reassignment names, or None when it names none we can read."""
+    if not isinstance(value, (list, tuple)):
+        return None
+    try:
+        return [int(key) for key in value if not isinstance(key, bool)]
+    except (TypeError, ValueError):
+        return None
+
+
+def sends_of(value, completed: bool = True) -> list[tuple]:
+    """[(key, value, offset or None)] of a send op's value, in either shape (see the module
+    docstring); [] for a value of neither shape. An invocation's (completed False) values
+    are taken whole: only a completion carries [offset, value]."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return []
+    if isinstance(value[0], (list, tuple)):  # Jepsen's micro-ops: [["send", k, v], ...]
+        mops = [mop[1:] for mop in value if isinstance(mop, (list, tuple)) and len(mop) == 3
+                and mop[0] == "send" and mop[1] is not None]
+    elif len(value) == 2 and value[0] is not None:
+        mops = [value]
+    else:
+        return []
+    if not completed:
+        return [(key, body, None) for key, body in mops]
+    return [_parse_send_value(mop) for mop in mops]
+
+
+def poll_value(value) -> dict:
+    """{key: [[offset, value], ...]} of a poll's completion, in either shape; micro-ops
+    that poll one key twice are joined in order."""
+    if isinstance(value, dict):
+        return value
+    out: dict = {}
+    if isinstance(value, (list, tuple)):  # Jepsen's micro-ops: [["poll", {k: pairs}], ...]
+        for mop in value:
+            if isinstance(mop, (list, tuple)) and len(mop) == 2 and mop[0] == "poll" \
+                    and isinstance(mop[1], dict):
+                for key, pairs in mop[1].items():
+                    out.setdefault(int(key), []).extend(pairs or [])
+    return out
 
 
 def _parse_send_value(value):

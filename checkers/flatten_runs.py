@@ -5,8 +5,9 @@ with its completion, numbering sessions, counting each stream's reads) was
 the other half of the conversion's cost. A run is a stretch of a block's
 lines (`checkers.jsonl_scan`) holding no op that changes a session or the
 phase (a reset, the nemesis "final" op) and no op the scanner could not
-prove; within it every process's session and the phase are constant, so the
-bookkeeping becomes sorts and cumulative sums. The state carried between
+prove; within it every stream's session and the phase are constant, so the
+bookkeeping becomes sorts and cumulative sums (a process's session, with the
+keys a reassignment kept put back: `_kept_sessions`). The state carried between
 runs is the reference Flattener's own (pending, poll_invokes, sessions,
 streams, final_position, last_final, stats), so runs and single ops
 fed to the reference code can alternate in any order and give its rows.
@@ -76,7 +77,7 @@ class RunFlattener(ColumnFlattener):
             if stale is None:
                 continue
             if invoke[at]:
-                extra.append((at,) + self._open_send_row(stale))
+                extra.extend((at,) + row for row in self._open_send_rows(stale))
                 continue
             handled[at] = True
             own_offset = int(block.send_offset[lines[at]]) if block.send_has_offset[lines[at]] else None
@@ -147,13 +148,14 @@ class RunFlattener(ColumnFlattener):
         seg_pairs = block.seg_pairs[s0:s1]
         seg_line = block.seg_line[s0:s1]
         seg_key = block.seg_key[s0:s1]
+        seg_session = self._kept_sessions(block, seg_line, seg_key, line_session[seg_line - lo])
         if self.final_phase:
-            self._final_reads(block, s0, s1, line_session[seg_line - lo], line_invoke[seg_line - lo])
+            self._final_reads(block, s0, s1, seg_session, line_invoke[seg_line - lo])
         p0 = int(block.seg_first[s0]) if s0 < len(block.seg_first) else len(block.pair_offset)
         p1 = p0 + int(seg_pairs.sum())
         line = np.repeat(seg_line, seg_pairs)
         key = np.repeat(seg_key, seg_pairs)
-        session = line_session[line - lo]
+        session = np.repeat(seg_session, seg_pairs)
         return {
             "key": key, "offset": block.pair_offset[p0:p1], "value": block.pair_value.slice(p0, p1 - p0),
             "process": block.process_text.take(pa.array(line)), "index": block.index[line],
@@ -161,6 +163,26 @@ class RunFlattener(ColumnFlattener):
             "session": session, "invoke_index": line_invoke[line - lo],
             "final": np.full(len(line), bool(self.final_phase)), "seq": self._seq(session, key),
         }
+
+    def _kept_sessions(self, block: Block, seg_line, seg_key, seg_session) -> np.ndarray:
+        """Segments' sessions with the streams a reassignment kept (`Flattener.kept`) put back.
+
+        A process with kept keys had its own session numbered at the
+        reassignment, so numbering per process above gave the reference's numbers.
+        """
+        if not self.kept:
+            return seg_session
+        process = block.process[seg_line]
+        keeping = np.isin(process, np.array([int(p) for p in self.kept if p.lstrip("-").isdigit()],
+                                            np.int64))
+        if not keeping.any():
+            return seg_session
+        seg_session = seg_session.copy()
+        for at in np.flatnonzero(keeping).tolist():
+            kept = self.kept[str(int(process[at]))].get(int(seg_key[at]))
+            if kept is not None:
+                seg_session[at] = kept
+        return seg_session
 
     def _seq(self, session: np.ndarray, key: np.ndarray) -> np.ndarray:
         """Each read's position in its (session, key) stream, continuing self.streams."""

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.flatten import RESET_FS
+from checkers.flatten import DATA_FS, RESET_FS
 
 OTHER, SEND, POLL = 0, 1, 2
 INVOKE, OK, FAIL, INFO = 0, 1, 2, 3
@@ -92,7 +92,7 @@ def is_active(op: dict) -> bool:
     f = op.get("f")
     if str(op.get("process")) == "nemesis":
         return f == "final"
-    return f in ("send", "poll") or f in RESET_FS and op.get("type") != "invoke"
+    return f in DATA_FS or f in RESET_FS and op.get("type") != "invoke"
 
 
 def scan(data: bytes, first_lineno: int, first_position: int, decode) -> Block:

@@ -52,15 +52,29 @@ given, identical in both engines):
   poll-skip. Jepsen splits pairs inside one poll (int-*) from pairs across
   polls; we report both under one name since our polls stream one key per
   consumer. Per pair; order key, second index, second pos, session.
-- nonmonotonic-send: one process's consecutive ok sends to a key got
-  non-increasing offsets. Jepsen compares ranks, which order like offsets.
-  Info sends (no offset) are skipped rather than compared. Per pair; order
-  key, second completion index.
+- nonmonotonic-send: one process's consecutive sends to a key, in the order
+  of its ops, landed at non-increasing offsets. Jepsen compares ranks, which
+  order like offsets. A send lands at its acknowledged offset; a send without
+  one (info, or ok without an offset) whose value a poll read lands at the
+  lowest offset its value was observed at, and is skipped otherwise. Why
+  placing it is sound: values are unique per key and a client never sends a
+  timed-out value again, so the record a read shows with that value is the
+  one this op sent; the process invoked its next send after this op ended,
+  and a log that keeps a producer's order (Kafka's idempotent producer does,
+  retries included) puts that record first. So a timed-out send read back
+  above a later send is the same reordering as two acknowledged ones, and
+  Jepsen reports it too (it orders info sends by their values' place in the
+  version order). A process's sends are ordered whatever its consumer does:
+  an assign or subscribe changes nothing here. Ops are ordered by completion
+  (by invocation for one that never completed); sends of one op (Jepsen's
+  multi-key sends) are not compared with each other. Per pair; order key,
+  second op's completion (or invocation) index.
 - realtime-order: an ok send B whose offset is lower than that of an ok send A
   to the same key that completed before B was invoked (history index order).
   Jepsen finds these as G0-realtime cycles with Elle; this is the direct
   per-key form. Per send B; the example names the A with the highest offset
-  (ties: the later completion). Order key, B's invoke index.
+  (ties: the later completion). Order key, B's invoke index, B's offset (one
+  op may send several values to a key).
 
 valid: False if any count is positive; "unknown" if the history has no ok send
 and no read (nothing was checked); True otherwise.
@@ -95,7 +109,7 @@ def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dic
         "inconsistent-offsets": _inconsistent_offsets(sends, reads),
         "duplicate": _duplicates(sends, reads),
         "aborted-read": _aborted_reads(sends, reads),
-        "nonmonotonic-send": _nonmonotonic_sends(sends),
+        "nonmonotonic-send": _nonmonotonic_sends(sends, reads),
         "realtime-order": _realtime_order(sends),
     }
     findings.update(_lost_and_unseen(sends, reads, {row[0] for row in ends}))
@@ -268,16 +282,32 @@ def _poll_order(sends, reads):
     }
 
 
-def _nonmonotonic_sends(sends):
-    streams = defaultdict(list)
-    for key, value, offset, kind, process, _inv, done in sends:
+def placed_sends(sends, reads):
+    """(key, process, op index, offset, value) of every send whose offset is known: the
+    acknowledged one, or for a send without one (not failed) the lowest offset its value
+    was observed at when a poll read it (see nonmonotonic-send above). The op index is
+    the completion, or the invocation of a send that never completed."""
+    read = {(r[0], r[2]) for r in reads}
+    lowest: dict[tuple, int] = {}
+    for key, offset, value, _index in _observations(sends, reads):
+        if offset < lowest.get((key, value), offset + 1):
+            lowest[(key, value)] = offset
+    for key, value, offset, kind, process, invoke, done in sends:
         if kind == "ok" and offset is not None:
-            streams[(key, process)].append((done, offset, value))
+            yield key, process, done, offset, value
+        elif kind != "fail" and (key, value) in read:
+            yield key, process, invoke if done is None else done, lowest[(key, value)], value
+
+
+def _nonmonotonic_sends(sends, reads):
+    streams = defaultdict(list)
+    for key, process, at, offset, value in placed_sends(sends, reads):
+        streams[(key, process)].append((at, offset, value))
     found = []
     for (key, process), stream in streams.items():
         stream.sort()
         for (c1, o1, v1), (c2, o2, v2) in zip(stream, stream[1:]):
-            if o2 <= o1:
+            if o2 <= o1 and c2 != c1:
                 found.append(((key, c2), {
                     "key": key, "process": process, "offsets": [o1, o2],
                     "values": [decode_value(v1), decode_value(v2)], "ops": [c1, c2]}))
@@ -301,7 +331,7 @@ def _realtime_order(sends):
                 if best is None or (offset, index) > best:
                     best = (offset, index)
             elif best is not None and best[0] > offset:
-                found.append(((key, index), {
+                found.append(((key, index, offset), {
                     "key": key, "value": decode_value(value), "offset": offset,
                     "earlier_offset": best[0], "ops": [best[1], index]}))
     found.sort(key=lambda r: r[0])

@@ -14,8 +14,8 @@ of them shuffles again:
   other pairs need ranks; on a key whose known offsets are contiguous the
   rank of an offset is its distance from the lowest, and only keys with gaps
   rank their known offsets with a window;
-- send order (`send_order`): one pass over the acknowledged sends with two
-  windows: lag over (k, process) by completion (nonmonotonic-send), and the
+- send order (`send_order`): one pass over the placed sends (acknowledged, or
+  read back) with two windows: lag over (k, process) by op (nonmonotonic-send), and the
   earliest completion among sends with a higher offset (realtime-order: B is
   late iff some A with a higher offset completed before B was invoked); only
   on keys whose sends are not stepped (see `send_order`), which the
@@ -113,35 +113,53 @@ def _poll_order(tables: Tables) -> DataFrame | None:
 
 
 def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame | None:
-    """nonmonotonic-send and realtime-order from one pass over the acknowledged sends of
-    the keys `unstepped` (None: of all keys).
+    """nonmonotonic-send and realtime-order from one pass over the placed sends of the keys
+    `unstepped` (None: of all keys).
+
+    Placed sends are those of `checkers.log_anomalies.placed_sends`: the
+    acknowledged ones, and the few sends without an offset (not failed) whose
+    value was read, at the lowest offset their value was observed at (V's
+    min_offset). realtime-order compares acknowledged sends only (a timed-out
+    send has no completion to be earlier than anything).
 
     The other keys are stepped (`checkers.spark_sequential.settled_keys`): each
     acknowledged send was invoked after the earlier ones completed, at a higher
-    offset. Then a process's sends complete in offset order (no nonmonotonic-send),
-    and a send at a higher offset than B was invoked after B completed (B is not
-    late): nothing to find, and the two window sorts are skipped.
+    offset, and no send without an offset was read. Then a process's sends complete
+    in offset order (no nonmonotonic-send), and a send at a higher offset than B was
+    invoked after B completed (B is not late): nothing to find, and the two window
+    sorts are skipped.
     """
     if unstepped is not None and not unstepped:
         return None
     keys = (None if unstepped is None else
             tables.spark.createDataFrame([(k,) for k in sorted(unstepped)], "k bigint"))
+    sends = tables.sends(keys).withColumn(
+        "acked", (F.col("type") == 0) & F.col("offset").isNotNull())
+    read_at = tables.values.where(F.col("rd") == 1).select(
+        "k", "vid", "vtext", F.col("min_offset").alias("read_offset"))
+    # The few sends without an offset are hashed; V streams past them (as in spark_sequential).
+    placed = (sends.where((F.col("type") != 1) & F.col("offset").isNull()).hint("shuffle_hash")
+              .join(read_at, ["k", "vid", "vtext"])
+              .withColumn("offset", F.col("read_offset")).drop("read_offset"))
     # (stream, k) with stream a 64-bit hash of (k, process): the window's sort then decides
     # nearly every comparison on its 64-bit prefix, not on a string (this window over 4.9M
     # acks: 9.9 -> 6.6 CPU-s, measured). Two processes of one key would have to collide in
     # 64 bits for their streams to merge.
-    by_process = Window.partitionBy("stream", "k").orderBy("complete_index")
+    by_process = Window.partitionBy("stream", "k").orderBy("op_at", "offset")
     higher = (Window.partitionBy("k").orderBy("neg_offset")
               .rangeBetween(Window.unboundedPreceding, -1))
-    scanned = (tables.acks(keys).withColumn("stream", F.xxhash64("k", "process"))
+    scanned = (sends.where(F.col("acked")).unionByName(placed)
+               .withColumn("stream", F.xxhash64("k", "process"))
+               .withColumn("op_at", F.coalesce(F.col("complete_index"), F.col("invoke_index")))
                .withColumn("prev_offset", F.lag("offset").over(by_process))
-               .withColumn("prev_index", F.lag("complete_index").over(by_process))
+               .withColumn("prev_index", F.lag("op_at").over(by_process))
                .withColumn("prev_vid", F.lag("vid").over(by_process))
                .withColumn("prev_vtext", F.lag("vtext").over(by_process))
                .withColumn("neg_offset", -F.col("offset"))
-               .withColumn("first_done_higher", F.min("complete_index").over(higher)))
-    backwards = F.col("offset") <= F.col("prev_offset")
-    late = F.col("first_done_higher") < F.col("invoke_index")
+               .withColumn("first_done_higher",
+                           F.min(F.when(F.col("acked"), F.col("complete_index"))).over(higher)))
+    backwards = (F.col("offset") <= F.col("prev_offset")) & (F.col("op_at") != F.col("prev_index"))
+    late = F.col("acked") & (F.col("first_done_higher") < F.col("invoke_index"))
     kinds = F.filter(F.array(F.when(backwards, F.lit("nonmonotonic-send")),
                              F.when(late, F.lit("realtime-order"))), lambda kind: kind.isNotNull())
     found = scanned.where(backwards | late).withColumn("kind", F.explode(kinds))
@@ -149,10 +167,11 @@ def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame |
     is_late = F.col("kind") == "realtime-order"
     return flag(found, F.col("kind"),
                 ["key", "process", "prev_offset", "offset", "prev_value", "value",
-                 "prev_index", F.col("complete_index").alias("index"),
+                 "prev_index", F.col("op_at").alias("index"),
                  F.col("invoke_index").alias("at")],
                 {"a": F.col("key"),
-                 "b": F.when(is_late, F.col("invoke_index")).otherwise(F.col("complete_index"))})
+                 "b": F.when(is_late, F.col("invoke_index")).otherwise(F.col("op_at")),
+                 "c": F.when(is_late, F.col("offset"))})
 
 
 def results(tables: Tables, top: dict) -> dict[str, dict]:

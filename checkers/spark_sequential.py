@@ -110,8 +110,9 @@ def _unfit_keys(tables: Tables) -> DataFrame:
 def settled_keys(tables: Tables) -> DataFrame:
     """k, calls, sequential, stepped: every key of the sends, reads and ends; sequential
     keys are linearizable with `calls` calls and need no search; on stepped keys the
-    acknowledged sends never overlap in time and their offsets grow with it, so no send
-    is out of order (`checkers.spark_log` skips their send-order windows)."""
+    acknowledged sends never overlap in time and their offsets grow with it, and no send
+    without an offset was observed (`risky`: none is placed by a read), so no send is
+    out of order (`checkers.spark_log` skips their send-order windows)."""
     per_key = _in_order(_calls(tables)).groupBy("k").agg(
         F.count("*").alias("calls"), F.count(F.when(~F.col("good"), F.lit(1))).alias("wrong"),
         F.count(F.when(~F.col("stepped"), F.lit(1))).alias("unstepped"))
@@ -120,4 +121,5 @@ def settled_keys(tables: Tables) -> DataFrame:
         "k", F.coalesce(F.col("calls"), F.lit(0)).alias("calls"),
         ((F.coalesce(F.col("wrong"), F.lit(0)) == 0) & (F.coalesce(F.col("risky"), F.lit(0)) == 0)
          & F.col("unfit").isNull()).alias("sequential"),
-        (F.coalesce(F.col("unstepped"), F.lit(0)) == 0).alias("stepped")))
+        ((F.coalesce(F.col("unstepped"), F.lit(0)) == 0)
+         & (F.coalesce(F.col("risky"), F.lit(0)) == 0)).alias("stepped")))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 
 from checkers import linearizability
 from checkers.checker import StoreData
@@ -53,6 +54,42 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     return assemble(checkers, stats, engine, truncated, missing, store_dir)
 
 
+def check_history_file(path: str, engine: str = "local", master: str | None = None) -> dict:
+    """Check a lone history file: a `history.jsonl`, or a Jepsen `history.edn` (a Kafka
+    queue history with assign/subscribe ops and multi-key sends reads as the harness's
+    own, see `checkers.flatten`). -> the checkers' results, as for a store.
+
+    Why beside check_store: an imported history comes without a store around it. The
+    checkers that read replica dumps (their `needs`) have nothing to read: they stay
+    in the results as not applicable and do not make the verdict unknown.
+    """
+    from checkers.history import read_history
+
+    history = iter_jsonl(path) if path.endswith((".jsonl", ".json")) else read_history(path)
+    registered = registry.load_all(registry.CHECKERS)
+    skipped = {name: f"{os.path.basename(path)} is a lone history, without the "
+                     f"{', '.join(checker.needs)} this checker reads"
+               for name, checker in registered.items() if getattr(checker, "needs", ())}
+    if engine == "spark":
+        from checkers.spark_check import check_runs
+        from checkers.spark_session import check_master, resolve_master
+
+        check_master(resolve_master(master))
+        run = os.path.abspath(path)
+        with tempfile.TemporaryDirectory(prefix="replog-check-") as tmp:
+            stats = write_parquet(tmp, run, history, {})
+            checkers = check_runs([tmp], [run], master=master, complete={run: True})[run]
+    elif engine == "local":
+        flat = flatten(history)
+        sends, reads, stats = flat
+        data = StoreData(sends, reads, [], [], dumps_complete=True, ends=flat.ends)
+        checkers = {name: checker.check(data) for name, checker in registered.items()}
+    else:
+        raise StoreError(f"unknown engine {engine!r}: use --engine local or --engine spark")
+    truncated = bool(getattr(history, "truncated", False))
+    return assemble(checkers, stats, engine, truncated, [], skipped=skipped)
+
+
 def not_applicable(store_dir: str | None) -> dict[str, str]:
     """Checkers whose data the store's system cannot give (their `needs`
     against its capabilities; e.g. NATS has no per-replica dumps): name ->
@@ -78,9 +115,12 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
 
 
 def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing: list,
-             store_dir: str | None = None) -> dict:
-    """The results.json document (docs/interfaces.md) plus notes on a partial store."""
-    skipped = not_applicable(store_dir)
+             store_dir: str | None = None, skipped: dict[str, str] | None = None) -> dict:
+    """The results.json document (docs/interfaces.md) plus notes on a partial store.
+
+    skipped: checkers that do not apply (name -> why); default: those the store's system
+    cannot feed (`not_applicable`)."""
+    skipped = not_applicable(store_dir) if skipped is None else skipped
     for name, why in skipped.items():
         if name in checkers:
             checkers[name] = {**checkers[name], "valid": "unknown", "applies": False, "note": why}
@@ -194,7 +234,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
 
 
 PARQUET_MADE = "made.json"
-PARQUET_FORMAT = 3  # bump when the tables' columns or their meaning change
+PARQUET_FORMAT = 4  # bump when the tables' columns or their meaning change (4: sessions per key)
 
 
 def parquet_sources(store_dir: str) -> dict:

@@ -1,9 +1,15 @@
 """The one anomaly vocabulary: every name a checker can put in results.json
 (`checkers.<checker>.counts`), which checker emits it, what it means in one
-line, the phrase a report's verdict sentence uses, and Jepsen's term for it.
-Checkers, scenarios (allowed / expected anomalies) and reports all read
-this table; tests/test_vocabulary.py checks both directions (every name here
-can be emitted, every emitted name is here).
+line, the phrase a report's verdict sentence uses, and what Jepsen reports
+for it. Checkers, scenarios (allowed / expected anomalies) and reports all
+read this table; tests/architecture/test_vocabulary.py checks both
+directions (every name here can be emitted, every emitted name is here).
+
+The Jepsen column is what Jepsen's Kafka queue checker (`jepsen.tests.kafka`,
+its `analysis` :errors, with Elle's cycle names) reports for a history with
+this anomaly, or nothing: not the nearest name. Read from kafka.clj at
+jepsen-io/jepsen c4c7473d (2026-07-30); tests/checkers/test_jepsen_names.py
+holds the column to a table of that checker's names.
 
 A new anomaly is one entry here plus the checker that emits it.
 """
@@ -18,58 +24,76 @@ class Anomaly:
     checker: str          # the results.json checker section that counts it
     explanation: str      # one line for a reader who did not write the checker
     phrase: str           # "{n} ... {s}" for the verdict sentence
-    jepsen: str           # Jepsen's name for it (Kafka workload / Elle), or the nearest
+    jepsen: tuple[str, ...]  # what Jepsen's Kafka checker reports for it; () if nothing
+    jepsen_note: str = ""    # where Jepsen's finding differs from ours
 
 
 _ALL = [
     Anomaly("lost-write", "log",
             "An acknowledged send is missing from the log although a later offset of the same partition was "
             "read: the cluster confirmed the write, then lost it.",
-            "{n} acknowledged write{s} lost", ":lost-write"),
+            "{n} acknowledged write{s} lost", (":lost-write",),
+            "Jepsen also counts the value under :unseen, and counts as lost the unread values of a "
+            "timed-out op one of whose values was read; we count only acknowledged sends."),
     Anomaly("unseen", "log",
             "An acknowledged send was never read, and nothing after it was read either: it may be lost, or "
             "the final reads never reached it.",
-            "{n} acknowledged write{s} never read", ":unseen"),
+            "{n} acknowledged write{s} never read", (":unseen",),
+            "Jepsen's :unseen also counts the acknowledged values our lost-write reports."),
     Anomaly("inconsistent-offsets", "log",
             "Two different values were read at the same offset of a partition: consumers were handed "
             "divergent logs.",
-            "{n} offset{s} read with different values", ":inconsistent-offsets"),
+            "{n} offset{s} read with different values", (":inconsistent-offsets",)),
     Anomaly("duplicate", "log",
             "One value appears at two offsets: a single send was stored twice.",
-            "{n} value{s} stored twice", ":duplicate"),
+            "{n} value{s} stored twice", (":duplicate",)),
     Anomaly("nonmonotonic-poll", "log",
             "A consumer's poll returned an offset lower than one it had already read: its reads went backwards.",
-            "{n} poll{s} that went backwards", ":nonmonotonic-poll"),
+            "{n} poll{s} that went backwards", (":nonmonotonic-poll", ":int-nonmonotonic-poll"),
+            "Jepsen splits pairs across polls from pairs within one poll (int-); both keep a key's "
+            "position over an assign or subscribe that names it, as we do."),
     Anomaly("poll-skip", "log",
             "A consumer's poll jumped over offsets that exist in the log: records were skipped.",
-            "{n} poll{s} that skipped offsets", ":poll-skip"),
+            "{n} poll{s} that skipped offsets", (":poll-skip", ":int-poll-skip"),
+            "Jepsen splits pairs across polls from pairs within one poll (int-)."),
     Anomaly("nonmonotonic-send", "log",
             "Successive sends of one process to a partition got decreasing offsets.",
-            "{n} send{s} given a lower offset than the process's previous one", ":nonmonotonic-send"),
+            "{n} send{s} given a lower offset than the process's previous one", (":nonmonotonic-send",),
+            "Jepsen forgets a key's last send when an assign or subscribe drops the key, and an "
+            "unread timed-out send between two sends hides their order from it; we compare across "
+            "both. Sends within one op (its :int-nonmonotonic-send) we do not compare."),
     Anomaly("aborted-read", "log",
             "A value whose send definitely failed was read: a write reported as failed was in fact applied.",
-            "{n} failed write{s} read back", ":G1a (aborted read)"),
+            "{n} failed write{s} read back", (":G1a",)),
     Anomaly("realtime-order", "log",
             "A send acknowledged before another was invoked got a higher offset: the log order contradicts "
             "real time.",
-            "{n} send{s} out of real-time order", "realtime order (Elle's :G0-realtime / strict serializability)"),
+            "{n} send{s} out of real-time order", (":G0-realtime",),
+            "Only when the test sets :ww-deps (write-write edges from the log order); Jepsen "
+            "reports nothing for it otherwise, and always counts G0-realtime as allowed."),
     Anomaly("read-then-lost", "log",
             "An acknowledged send that a consumer read is missing from the final reads that reach its offset: "
             "the cluster committed the write, showed it, then removed it.",
-            "{n} acknowledged write{s} read, then lost", ":lost-write (after a read; Jepsen counts it as lost)"),
+            "{n} acknowledged write{s} read, then lost", (),
+            "Not Jepsen's :lost-write, which first strikes every value an ok poll returned. Jepsen "
+            "reports the trace the loss leaves: :inconsistent-offsets when another value took the "
+            "offset, :poll-skip when a consumer read past the hole."),
     Anomaly("divergence", "replica-diff",
             "Replicas hold different records at the same offset below their high watermarks: data the cluster "
             "had committed differs between copies of the log.",
             "replicas diverge at {n} offset{s}",
-            "none (replica state); seen by clients as :inconsistent-offsets"),
+            (), "Replica state, which Jepsen does not read; clients that read both copies show "
+            ":inconsistent-offsets."),
     Anomaly("missing-committed", "replica-diff",
             "Offsets below the high watermark that no replica holds: committed data is gone from every copy "
             "of the log.",
-            "{n} committed offset{s} missing on every replica", "none (replica state); nearest :lost-write"),
+            "{n} committed offset{s} missing on every replica", (),
+            "Replica state, which Jepsen does not read."),
     Anomaly("lost-acknowledged", "replica-diff",
             "An acknowledged send whose value no replica holds at any offset: the cluster confirmed the write "
             "and no copy of the log kept it.",
-            "{n} acknowledged write{s} absent from every replica", ":lost-write (from the replicas' logs)"),
+            "{n} acknowledged write{s} absent from every replica", (),
+            "Replica state, which Jepsen does not read; its :lost-write needs a read past the offset."),
 ]
 
 VOCABULARY: dict[str, Anomaly] = {a.name: a for a in _ALL}

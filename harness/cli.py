@@ -223,15 +223,21 @@ def run(
 
 @app.command()
 def check(
-    store: Path = typer.Argument(..., help="a run directory, e.g. store/latest"),
+    store: Path = typer.Argument(..., help="a run directory, e.g. store/latest, or a lone history "
+                                 "file (history.jsonl, Jepsen's history.edn)"),
     engine: str = typer.Option("local", help="local | spark", callback=choice(*ENGINES)),
     master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
     json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
 ):
-    """Re-check a store (also a partial one): writes results.json."""
+    """Re-check a store (also a partial one): writes results.json. A history file is
+    checked as it is (nothing written)."""
     from harness import verdict
     from harness.store import StoreError, validate_store
 
+    if store.is_file():
+        _check_history_file(store, engine, master, json_out)
+    if store.suffix in (".edn", ".jsonl") and not store.exists():
+        fail(f"{store}: no such file; pass a history.jsonl or history.edn, or a run directory")
     try:
         path = validate_store(store)
     except StoreError as e:
@@ -241,6 +247,23 @@ def check(
     try:
         results = verdict.check_store(path, engine=engine, master=master)
     except ValueError as e:  # bad input: a malformed history line, an unreachable master
+        fail(str(e))
+    except Exception as e:
+        fail(f"checking {path} failed: {type(e).__name__}: {e}")
+    typer.echo(verdict.summary(results), err=json_out)
+    if json_out:
+        print_json(path, verdict.exit_code(results), results)
+    raise typer.Exit(verdict.exit_code(results))
+
+
+def _check_history_file(path: Path, engine: str, master: Optional[str], json_out: bool) -> None:
+    """`harness check FILE`: the history checkers on a lone history; exits."""
+    from checkers.store import check_history_file
+    from harness import verdict
+
+    try:
+        results = check_history_file(str(path), engine=engine, master=master)
+    except ValueError as e:  # a malformed line, an unknown file type, an unreachable master
         fail(str(e))
     except Exception as e:
         fail(f"checking {path} failed: {type(e).__name__}: {e}")

@@ -38,6 +38,11 @@ class History:
     def final(self) -> None:
         self._add("nemesis", "info", "final", None)
 
+    def assign(self, process, keys, f="assign") -> None:
+        """The process's consumer takes these keys (f "assign" or "subscribe")."""
+        self._add(process, "invoke", f, list(keys))
+        self._add(process, "ok", f, list(keys))
+
 
 def body() -> History:
     """Two keys, two producers, a consumer that keeps up; everything before the final phase."""
@@ -146,6 +151,82 @@ def interrupted() -> History:
     h = body()
     h.send(0, 1, 203, 2)
     return h
+
+
+# -- the consumer's semantics (issue 29) ------------------------------------
+# body()'s consumer, process 2, has read key 0 up to offset 2 and key 1 up to 1.
+
+def reassigned_then_backwards() -> History:
+    """An assign that keeps key 0: its position stays, so going back is nonmonotonic."""
+    h = body()
+    h.assign(2, [0, 1])
+    h.poll(2, {0: [(1, 101)]})
+    return finish(h)
+
+
+def resubscribed_then_skip() -> History:
+    """A subscribe that keeps key 0: jumping from 2 to 4 skips the known offset 3."""
+    h = body()
+    h.send(0, 0, 103, 3)
+    h.send(0, 0, 104, 4)
+    h.assign(2, [0, 1], f="subscribe")
+    h.poll(2, {0: [(4, 104)]})
+    h.poll(4, {0: [(3, 103), (4, 104)]})
+    return finish(h, {0: [(0, 100), (1, 101), (2, 102), (3, 103), (4, 104)],
+                      1: [(0, 200), (1, 201)]})
+
+
+def reassigned_dropping_key() -> History:
+    """An assign without key 0, then one with it: key 0 starts afresh (no anomaly), and
+    key 1, kept both times, goes on where it was."""
+    h = body()
+    h.assign(2, [1])
+    h.assign(2, [0, 1])
+    h.poll(2, {0: [(0, 100), (1, 101)]})
+    h.send(1, 1, 203, 2)
+    h.poll(2, {1: [(2, 203)]})
+    return finish(h, {0: [(0, 100), (1, 101), (2, 102)], 1: [(0, 200), (1, 201), (2, 203)]})
+
+
+def sends_across_reassignment() -> History:
+    """A process's sends are ordered whatever its consumer does: dropping key 1 from its
+    assignment between two sends to key 1 does not excuse the second's lower offset."""
+    h = body()
+    h.send(5, 1, 203, 3)
+    h.assign(5, [0])
+    h.send(5, 1, 204, 2)
+    h.poll(4, {1: [(2, 204), (3, 203)]})
+    return finish(h)
+
+
+def timed_out_sends_read_reversed() -> History:
+    """Two sends that timed out (info, no offset) were read back in the reverse of the
+    order the process sent them: nonmonotonic-send on key 1."""
+    h = body()
+    h.send(5, 1, 204, kind="info")
+    h.send(5, 1, 203, kind="info")
+    h.poll(4, {1: [(2, 203), (3, 204)]})
+    return finish(h)
+
+
+def timed_out_sends_unread() -> History:
+    """The same timed-out sends, never read: nowhere to place them, nothing to report."""
+    h = body()
+    h.send(5, 1, 204, kind="info")
+    h.send(5, 1, 203, kind="info")
+    return finish(h)
+
+
+# name -> (history, the anomaly types it must show and no other)
+CONSUMER = {
+    "reassigned-then-backwards": (reassigned_then_backwards, {"nonmonotonic-poll"}),
+    "resubscribed-then-skip": (resubscribed_then_skip, {"poll-skip"}),
+    "reassigned-dropping-key": (reassigned_dropping_key, set()),
+    # as nonmonotonic_send: a process's own sends are also ordered in real time
+    "sends-across-reassignment": (sends_across_reassignment, {"nonmonotonic-send", "realtime-order"}),
+    "timed-out-sends-read-reversed": (timed_out_sends_read_reversed, {"nonmonotonic-send"}),
+    "timed-out-sends-unread": (timed_out_sends_unread, set()),
+}
 
 
 ANOMALOUS = {

@@ -40,7 +40,8 @@ def odd_values():
 
 
 CASES = {"clean": log_histories.clean().ops, "odd-values": odd_values(),
-         **{name: make().ops for name, make in log_histories.ANOMALOUS.items()}}
+         **{name: make().ops for name, make in log_histories.ANOMALOUS.items()},
+         **{name: make().ops for name, (make, _) in log_histories.CONSUMER.items()}}
 
 
 def write_jsonl_text(path, ops, tail=""):

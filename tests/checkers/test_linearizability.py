@@ -58,7 +58,8 @@ def both(ops: list[dict]) -> tuple[dict, dict]:
 
 
 HAND_MADE = {"clean": log_histories.clean, "interrupted": log_histories.interrupted,
-             **log_histories.ANOMALOUS}
+             **log_histories.ANOMALOUS,
+             **{name: make for name, (make, _) in log_histories.CONSUMER.items()}}
 
 
 @pytest.mark.parametrize("name", sorted(HAND_MADE))

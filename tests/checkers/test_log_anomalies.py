@@ -103,3 +103,59 @@ def test_realtime_order_needs_completion_before_invocation():
     h.complete_send(6, 1, 203, 2)
     h.poll(4, {1: [(2, 203), (3, 204)]})
     assert log_anomalies.check(histories.finish(h).ops)["valid"] is True
+
+
+# -- the consumer's semantics (issue 29) --------------------------------------
+
+@pytest.mark.parametrize("name", sorted(histories.CONSUMER))
+def test_consumer_case_shows_exactly_its_anomalies(name):
+    make, expected = histories.CONSUMER[name]
+    result = log_anomalies.check(make().ops)
+    assert found_types(result) == expected
+    assert result["valid"] is (not expected)
+    for kind in expected:
+        assert result["counts"][kind] == 1, kind
+
+
+def test_a_kept_key_is_compared_across_the_reassignment():
+    example = log_anomalies.check(histories.reassigned_then_backwards().ops)["examples"]
+    assert example["nonmonotonic-poll"][0]["offsets"] == [2, 1]
+    skip = log_anomalies.check(histories.resubscribed_then_skip().ops)["examples"]["poll-skip"][0]
+    assert (skip["key"], skip["offsets"], skip["delta"]) == (0, [2, 4], 2)
+
+
+def test_a_seek_still_starts_every_key_afresh():
+    """seek, reset and crash (and an assign that seeks to the beginning) end every stream."""
+    for f, extra in (("seek", {}), ("reset", {}), ("crash", {}),
+                     ("assign", {"seek-to-beginning?": True})):
+        h = histories.body()
+        h.assign(2, [0, 1], f=f)
+        h.ops[-1].update(extra)
+        h.poll(2, {0: [(0, 100)]})
+        assert log_anomalies.check(histories.finish(h).ops)["valid"] is True, f
+
+
+def test_a_failed_reassignment_keeps_every_stream():
+    h = histories.body()
+    h.assign(2, [], f="assign")
+    h.ops[-1]["type"] = "fail"
+    h.poll(2, {0: [(1, 101)]})
+    assert found_types(log_anomalies.check(histories.finish(h).ops)) == {"nonmonotonic-poll"}
+
+
+def test_timed_out_sends_are_placed_where_reads_show_them():
+    example = log_anomalies.check(histories.timed_out_sends_read_reversed().ops)["examples"]
+    found = example["nonmonotonic-send"][0]
+    assert (found["key"], found["offsets"], found["values"]) == (1, [3, 2], [204, 203])
+    assert "realtime-order" not in example  # a timed-out send has no completion to order by
+
+
+def test_an_unread_timed_out_send_does_not_break_the_process_order():
+    """Acknowledged at 3, then a timed-out send nobody read, then acknowledged at 2: the
+    two acknowledged sends are still compared."""
+    h = histories.body()
+    h.send(5, 1, 203, 3)
+    h.send(5, 1, 209, kind="info")
+    h.send(5, 1, 204, 2)
+    h.poll(4, {1: [(2, 204), (3, 203)]})
+    assert log_anomalies.check(histories.finish(h).ops)["counts"]["nonmonotonic-send"] == 1

@@ -1,7 +1,9 @@
 """Spark and in-process drivers give identical results (log anomalies and replica diff).
 
-All cases run as one campaign: each hand-made history (clean, and one per
-anomaly type) paired with one set of replica dumps is a run, plus a
+All cases run as one campaign: each hand-made history (clean, one per
+anomaly type, and the consumer cases of issue 29: reassignments, sends
+across them, timed-out sends read back) paired with one set of replica dumps
+is a run, plus a
 synthetic run from the bench generator with every anomaly kind injected;
 one Spark job checks them all, which also exercises the many-runs path.
 """
@@ -23,7 +25,8 @@ DUMPS = [log_dumps.agreeing, log_dumps.divergent, log_dumps.missing_committed,
 def cases():
     """run name -> (ops, dumps); every history and every dump variant appear, also with
     non-integer values (the Spark driver names those by hash, integers by themselves)."""
-    histories = {"clean": log_histories.clean, **log_histories.ANOMALOUS}
+    histories = {"clean": log_histories.clean, **log_histories.ANOMALOUS,
+                 **{name: make for name, (make, _) in log_histories.CONSUMER.items()}}
     out = {}
     for i, (name, make) in enumerate(sorted(histories.items())):
         dumps = DUMPS[i % len(DUMPS)]
@@ -116,3 +119,14 @@ def test_spark_equals_local(campaign, run):
     local = {"log": log_anomalies.check(ops), "replica-diff": replica_diff.check(dumps, ops),
              "linearizability": linearizability.check_flat(flat[0], flat[1], flat.ends)}
     assert same_verdicts(found[run]) == same_verdicts(local)
+
+
+@pytest.mark.parametrize("name", sorted(log_histories.CONSUMER))
+def test_consumer_cases_show_their_anomalies_on_spark(campaign, name):
+    """The Spark engine finds each consumer case's anomalies (and the local one agrees,
+    test_spark_equals_local), not just the same nothing."""
+    _runs, found, _synthetic = campaign
+    _make, expected = log_histories.CONSUMER[name]
+    for run in found:
+        if run.split("+")[0] == name:
+            assert {k for k, n in found[run]["log"]["counts"].items() if n} == expected, run
