@@ -1,7 +1,7 @@
 """What a registered store checker is (entry-point group `replog.checkers`):
 its name (its section in results.json), the capability of the system whose
 data it reads (e.g. `dump`), and the in-process check over a store's
-flattened inputs. The names it can report are in checkers/vocabulary.py."""
+flattened inputs, and optionally its Spark driver. The names it can report are in checkers/vocabulary.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,6 +28,9 @@ class Checker:
     description: str
     check: Callable[[StoreData], dict]  # -> {"valid", "counts", "examples", ...}
     needs: tuple[str, ...] = ()
+    # its Spark driver, a module (contract in checkers/spark_check.py); None: under
+    # --engine spark its result is {"valid": "unknown", "note": "no spark driver"}
+    spark: str | None = None
 
     @property
     def anomalies(self) -> tuple[str, ...]:
