@@ -5,9 +5,20 @@ flattened inputs, and optionally its Spark driver. The names it can report are i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from checkers.vocabulary import of_checker
+
+
+def merge_valid(verdicts: Iterable) -> bool | str:
+    """The verdict lattice, false > unknown > true: False if any verdict is False,
+    else "unknown" if any is not True, else True (also for none at all)."""
+    verdicts = list(verdicts)
+    if any(v is False for v in verdicts):
+        return False
+    if any(v is not True for v in verdicts):
+        return "unknown"
+    return True
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import os
 import shutil
 
 from checkers import linearizability
-from checkers.checker import StoreData
+from checkers.checker import StoreData, merge_valid
 from checkers.flatten import flatten, flatten_dumps
 from checkers.history import HistoryError, iter_jsonl
 from harness import registry
@@ -84,7 +84,7 @@ def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing:
     for name, why in skipped.items():
         if name in checkers:
             checkers[name] = {**checkers[name], "valid": "unknown", "applies": False, "note": why}
-    results = {"valid": combine(c["valid"] for n, c in checkers.items() if n not in skipped),
+    results = {"valid": merge_valid(c["valid"] for n, c in checkers.items() if n not in skipped),
                "checkers": checkers, "stats": stats, "engine": engine}
     if skipped:
         missing = []  # no dumps is what such a system leaves; not a partial store
@@ -96,16 +96,6 @@ def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing:
     if notes:
         results["notes"] = notes
     return results
-
-
-def combine(verdicts) -> bool | str:
-    """False if any checker is False, else "unknown" if any is, else True."""
-    verdicts = list(verdicts)
-    if any(v is False for v in verdicts):
-        return False
-    if any(v != True for v in verdicts):  # noqa: E712 - "unknown" is truthy
-        return "unknown"
-    return True
 
 
 def add_times(store_dir: str, found: dict) -> None:

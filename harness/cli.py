@@ -91,11 +91,10 @@ def registered(group: str):
 
 def print_json(store: Path | None, code: int, results: dict | None = None) -> None:
     """For machines: the whole result with the verdict and the store path, one JSON document on stdout."""
-    if results is None and store is not None and (store / "results.json").is_file():
-        try:
-            results = json.loads((store / "results.json").read_text())
-        except ValueError:
-            results = None
+    if results is None and store is not None:
+        from harness.store import read_results
+
+        results = read_results(store)
     doc = dict(results) if isinstance(results, dict) else {"valid": "unknown", "error": "no results.json"}
     doc.update(store=str(store) if store else None, exit_code=code)
     typer.echo(json.dumps(doc, default=str))
@@ -119,11 +118,12 @@ def campaign_json(path: Path | None, code: int) -> None:
         doc = json.loads((path / "summary.json").read_text())
     else:
         from harness.campaign.cli import run_code
+        from harness.store import read_results
 
         runs = {}
         for hist in sorted(path.rglob("history.jsonl")) if path is not None else []:
-            if "latest" not in hist.parts and (hist.parent / "results.json").is_file():
-                res = json.loads((hist.parent / "results.json").read_text())
+            res = read_results(hist.parent) if "latest" not in hist.parts else None
+            if res is not None:
                 runs[str(hist.parent)] = {"valid": res.get("valid"), "exit_code": run_code(res)[0],
                                           "as_expected": (res.get("scenario") or {}).get("as_expected")}
         doc = {"runs": runs}

@@ -26,6 +26,7 @@ from harness.campaign.outcome import outcome
 from harness.campaign.progress import CampaignProgress
 from harness.campaign.spec import CampaignError, CampaignFile, load_campaign, parse_duration
 from harness.campaign.verdicts import run_verdict
+from harness.store import has_results
 
 POLL_S = 0.5
 ORPHAN_WAIT_S = 120  # a cut-off run of a killed campaign tears down within this
@@ -126,7 +127,7 @@ def recover(folder: CampaignFolder, log) -> None:
             os.kill(att["pid"], signal.SIGKILL)
         attempt_dir = folder.attempt_dir(run_id, att["attempt"])
         store = run_store(attempt_dir)
-        if store is not None and (store / "results.json").is_file():  # it finished on its own
+        if store is not None and has_results(store):  # it finished on its own
             folder.append({"event": "run-end", "run": run_id, "attempt": att["attempt"], "exit": None,
                            "complete": True, "recovered": True, "store": str(store.relative_to(folder.path)),
                            "seconds": None})
@@ -185,7 +186,7 @@ class Scheduler:
         cell = self.cells[child.run_id.rsplit("/", 1)[0]]
         v = run_verdict(store, cell["kind"] == "scenario", cell.get("checkers"))
         self.folder.append({"event": "run-end", "run": child.run_id, "attempt": child.attempt, "exit": code,
-                            "complete": store is not None and (store / "results.json").is_file(),
+                            "complete": store is not None and has_results(store),
                             "store": str(store.relative_to(self.folder.path)) if store else None,
                             "verdict": v["verdict"], "seconds": seconds})
         self.progress.run_ended(child.run_id, v["verdict"], seconds)
@@ -279,7 +280,7 @@ def finish(folder: CampaignFolder, opts: Options, stopped: str | None = None) ->
 
     notes = [stopped] if stopped else []
     stores = [folder.path / st.end["store"] for st in folder.run_states().values()
-              if st.done and st.end.get("store") and (folder.path / st.end["store"] / "results.json").is_file()]
+              if st.done and st.end.get("store") and has_results(folder.path / st.end["store"])]
     check_failed = None
     try:
         check_stores(stores, master=opts.master, log=lambda m: print(f"campaign: {m}", flush=True),
