@@ -145,7 +145,7 @@ def unregister(group: str, name: str) -> None:
 PROTOCOLS: dict[str, dict[str, str]] = {
     SYSTEMS: {"name": "str", "description": "str", "options": "options", "capabilities": "caps",
               "make_db": "callable", "host_plan": "callable", "has": "callable", "require": "callable",
-              "require_fault": "callable", "parse_options": "callable"},
+              "supports": "callable", "require_fault": "callable", "parse_options": "callable"},
     BACKENDS: {"make_cluster": "callable"},
     WORKLOADS: {"name": "str", "description": "str", "make": "callable"},
     FAULTS: {"name": "str", "start": "str", "stop": "str", "colour": "str", "make": "callable",
@@ -187,10 +187,29 @@ def verify(group: str, name: str, obj: Any) -> None:
         raise RegistryError(f"checker {name!r}: spark must name its driver module (a str), "
                             f"not {type(obj.spark).__name__}")
     if group == SYSTEMS:
+        _verify_faults(name, obj)
         fields = obj.options.model_fields
         if obj.variant_option is not None and obj.variant_option not in fields:
             raise RegistryError(f"system {name!r}: variant_option {obj.variant_option!r} is not one of its "
                                 f"options ({', '.join(fields) or 'none'})")
+
+
+def _verify_faults(name: str, system: Any) -> None:
+    """The deprecated `System.faults` list, if given, names only faults the
+    capabilities support (the capabilities decide; the list is not needed)."""
+    listed = getattr(system, "faults", None)
+    if listed is None:
+        return
+    for fault_name in sorted(listed):
+        if fault_name in names(FAULTS) and not system.supports(load(FAULTS, fault_name)):
+            raise RegistryError(f"system {name!r}: lists fault {fault_name!r} but lacks what it needs "
+                                f"({', '.join(load(FAULTS, fault_name).needs)}); drop `faults=`, the "
+                                f"capabilities decide")
+
+
+def faults_for(system: Any) -> list[str]:
+    """Names of the registered faults the system supports (their needs among its capabilities)."""
+    return [n for n in names(FAULTS) if system.supports(load(FAULTS, n))]
 
 
 def system(name: str | None = None):

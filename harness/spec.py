@@ -96,7 +96,7 @@ class TestSpec(BaseModel):
             raise ValueError(f"system_options: {_one_line(e)}") from None
         for name in self.nemesis:
             try:
-                system.require_fault(name)
+                system.require_fault(registry.fault(name))
             except RuntimeError as e:
                 raise ValueError(f"nemesis: {e}") from None
         if self.name is None:

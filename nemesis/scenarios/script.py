@@ -206,11 +206,8 @@ def _one_line(e: ValidationError) -> str:
 def fault_actions(system) -> dict[str, tuple[str, bool]]:
     """Step name -> (fault, stops it) for every registered fault the system supports."""
     out = {}
-    for name in sorted(system.faults):
-        try:
-            kind = registry.fault(name)
-        except registry.RegistryError:
-            continue  # declared by the system but not installed: not a step here
+    for name in registry.faults_for(system):
+        kind = registry.fault(name)
         out[kind.name] = (name, False)
         out[kind.stop_step_name] = (name, True)
     return out
