@@ -13,6 +13,8 @@ import pytest
 from harness.campaign.matrix import derived_seed, expand
 from harness.campaign.spec import CampaignError, load_campaign, parse_duration
 
+pytestmark = pytest.mark.root
+
 REPO = Path(__file__).resolve().parents[2]
 
 BAD = [

@@ -16,6 +16,8 @@ from reports_synthetic import make_store
 
 import reports
 
+pytestmark = pytest.mark.browser
+
 PAGE_FACTS = """(() => {
   const imgs = [...document.querySelectorAll('img.plot')];
   return {

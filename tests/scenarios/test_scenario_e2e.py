@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 pytest.importorskip("replica.client")
-pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
               pytest.mark.timeout(240)]
 
 

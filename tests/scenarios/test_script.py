@@ -11,6 +11,8 @@ from nemesis.scenarios import ScenarioError, list_scenarios, load_file, load_sce
 from nemesis.scenarios.script import bound_ms, parse
 from systems.replica import ERAS
 
+pytestmark = pytest.mark.unit
+
 TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "hw-data-loss": {"hw": (False, ["lost-write"]), "kip101": (True, []), "epoch": (True, [])},
     "hw-divergence": {"hw": (False, ["divergence", "inconsistent-offsets"]), "kip101": (True, []),
