@@ -11,7 +11,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 "$PY" -m venv "$tmp/venv"
 "$tmp/venv/bin/pip" install -q --upgrade pip >/dev/null
-"$tmp/venv/bin/pip" install -q ".[test]"   # not editable: nothing is written into the checkout
+"$tmp/venv/bin/pip" install -q -e ".[test]"   # editable: no build/ left in the checkout
 {
     echo "# Exact versions of every Python dependency (pip constraints): scripts/setup.sh"
     echo "# installs with -c requirements.lock. Refresh with: bash scripts/lock.sh"
