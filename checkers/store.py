@@ -63,8 +63,8 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
     try:
         with open(os.path.join(store_dir, "test.json"), encoding="utf-8") as f:
             test = json.load(f)
-        name = test.get("system") or "replica"
-        system = registry.system(name)
+        system = registry.system(test.get("system"))  # None: the default system
+        name = system.name
     except (OSError, ValueError, AttributeError, registry.RegistryError):
         return {}
     lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
