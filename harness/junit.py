@@ -1,6 +1,6 @@
 """JUnit XML for CI systems: one test case per run.
 
-classname = system/era/nemesis (a random run) or scenario/era, name = the
+classname = system/variant/nemesis (a random run) or scenario/variant, name = the
 seed; a failure for an invalid run (in a campaign: a run that contradicts its
 cell's expectation), an error for unknown, with the verdict summary and the
 report's path in the message. The schema CI systems read (Jenkins' xunit

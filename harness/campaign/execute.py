@@ -24,7 +24,8 @@ from harness.campaign.folder import (CampaignFolder, latest_unfinished, mark_par
 from harness.campaign.matrix import expand
 from harness.campaign.outcome import outcome
 from harness.campaign.progress import CampaignProgress
-from harness.campaign.spec import CampaignError, CampaignFile, load_campaign, parse_duration
+from harness import registry
+from harness.campaign.spec import CampaignError, CampaignFile, load_campaign, parse_duration, system_variants
 from harness.campaign.verdicts import run_verdict
 from harness.store import has_results
 
@@ -71,23 +72,21 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
     if "netns" in campaign.backends and os.geteuid() != 0:
         raise CampaignError("the netns backend needs root (network namespaces, veths, iptables): run as root")
     from harness.spec import SpecError, build_spec
-    for era in campaign.eras:  # every era with the file's options and settings makes a valid run spec
+    pairs = [(s, v) for s in campaign.systems for v in system_variants(campaign, registry.system(s))]
+    for system_name, era in pairs:  # every variant with the file's options and settings makes a valid run spec
         try:
-            spec = build_spec(None, era=era, **campaign.options)
+            spec = build_spec(None, system=system_name, variant=era, **campaign.options)
             system = spec.system_def()
             if system.check_settings is not None:  # the system's own setting names and types
                 system.check_settings({**campaign.settings}, spec.options())
         except (SpecError, ValueError) as e:
-            raise CampaignError(f"campaign file {file}: field 'options'/'settings' with era {era}: {e}") from None
+            raise CampaignError(f"campaign file {file}: field 'options'/'settings' with system {system_name} "
+                                f"variant {era}: {e}") from None
     for faults in campaign.nemesis:
         try:
             build_spec(None, nemesis=faults, **campaign.options)
         except SpecError as e:
             raise CampaignError(f"campaign file {file}: field 'nemesis' {faults}: `harness run` refuses it ({e})") from None
-    for system in campaign.systems:
-        if system != "replica" and launch.system_field() is None:
-            raise CampaignError(f"campaign file {file}: field 'systems': {system!r} is registered but `harness run` "
-                                f"cannot select a system yet; leave it out")
 
 
 def plan_folder(campaign: CampaignFile, file: str, opts: Options) -> tuple[CampaignFolder, bool]:

@@ -149,7 +149,7 @@ def test_a_rule_can_judge_on_some_checkers(tmp_path):
     path.write_text("systems: [replica, nats]\neras: [epoch]\nnemesis: [kill]\n"
                     "expect: [{where: {system: nats}, verdict: valid, checkers: [log]}]\n")
     cells = {c.id: c for c in expand(load_campaign(path), "salt")}
-    assert cells["nats-kill"].checkers == ["log"] and cells["nats-kill"].era is None
+    assert cells["nats-kill"].checkers == ["log"] and cells["nats-kill"].variant is None
     assert cells["replica-epoch-kill"].checkers is None
     store = tmp_path / "run"
     store.mkdir()
