@@ -394,10 +394,22 @@ def bound_ms(spec: str | float | None, settings: dict, variant: str | None, syst
 
 # --------------------------------------------------------------------- loading
 LIBRARY = Path(__file__).resolve().parent / "library"
+# a system's own scripts may live in its package, systems/<name>/scenarios/*.yaml
+SYSTEMS_DIR = Path(__file__).resolve().parents[2] / "systems"
+
+
+def library() -> dict[str, Path]:
+    """Scenario name -> its script: the shared library and every system's own folder."""
+    found: dict[str, Path] = {}
+    for path in [*sorted(LIBRARY.glob("*.yaml")), *sorted(SYSTEMS_DIR.glob("*/scenarios/*.yaml"))]:
+        if path.stem in found:
+            raise ScenarioError(f"scenario {path.stem!r} is defined twice: {found[path.stem]} and {path}")
+        found[path.stem] = path
+    return found
 
 
 def list_scenarios() -> list[str]:
-    return sorted(p.stem for p in LIBRARY.glob("*.yaml"))
+    return sorted(library())
 
 
 def load_file(path: str | Path) -> Scenario:
@@ -420,8 +432,9 @@ def load_file(path: str | Path) -> Scenario:
 
 def load_scenario(name_or_path: str) -> Scenario:
     """A library scenario by name, or a script file by path."""
-    if name_or_path in list_scenarios():
-        return load_file(LIBRARY / f"{name_or_path}.yaml")
+    scripts = library()
+    if name_or_path in scripts:
+        return load_file(scripts[name_or_path])
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
         return load_file(name_or_path)
     raise ScenarioError(f"unknown scenario {name_or_path!r} (known: {', '.join(list_scenarios())}); "

@@ -160,3 +160,19 @@ def test_a_condition_the_system_cannot_observe_is_refused_before_any_host():
     assert "\n" not in msg and "system 'nats' does not support 'checkpoints'" in msg and "step 2" in msg
     script["steps"][1] = {"wait": "leader of key 0 is n1"}   # what NATS can tell is accepted
     assert parse(script).system == "nats"
+
+
+def test_a_system_package_may_hold_its_own_scenarios(tmp_path, monkeypatch):
+    """systems/<name>/scenarios/*.yaml join the library, so a new system's scripts need
+    no file outside its package; a name defined twice is one line."""
+    from nemesis.scenarios import script
+
+    own = tmp_path / "somesys" / "scenarios"
+    own.mkdir(parents=True)
+    (own / "own-scenario.yaml").write_text(yaml.safe_dump(_script("- write: 1\n")))
+    monkeypatch.setattr(script, "SYSTEMS_DIR", tmp_path)
+    assert "own-scenario" in list_scenarios() and "hw-data-loss" in list_scenarios()
+    assert load_scenario("own-scenario").steps[0].action == "write"
+    (own / "hw-data-loss.yaml").write_text("name: x\n")
+    with pytest.raises(ScenarioError, match="scenario 'hw-data-loss' is defined twice"):
+        list_scenarios()
