@@ -209,7 +209,8 @@ def _declare():
     from checkers.checker import Checker
 
     return Checker("linearizability", "the history against the log model, per key (WGL search)",
-                   lambda data: check_flat(data.sends, data.reads, data.ends))
+                   lambda data: check_flat(data.sends, data.reads, data.ends),
+                   spark="checkers.spark_linear")
 
 
 CHECKER = _declare()

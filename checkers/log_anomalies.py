@@ -342,7 +342,8 @@ def _declare():
     from checkers.checker import Checker
 
     return Checker("log", "Jepsen's Kafka log anomalies over the history",
-                   lambda data: check_flat(data.sends, data.reads, data.ends))
+                   lambda data: check_flat(data.sends, data.reads, data.ends),
+                   spark="checkers.spark_log")
 
 
 CHECKER = _declare()

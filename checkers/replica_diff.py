@@ -174,7 +174,8 @@ def _declare():
     return Checker("replica-diff", "the replicas' logs (dumps) against each other and the acknowledged sends",
                    lambda data: check_flat(data.records, data.replicas, data.sends, complete=data.dumps_complete,
                                            final_reads=final_reads_complete(data.sends, data.ends)),
-                   needs=("dump",))
+                   needs=("dump",),
+                   spark="checkers.spark_diff")
 
 
 CHECKER = _declare()

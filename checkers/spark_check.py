@@ -1,69 +1,113 @@
-"""Check one run or a whole campaign of runs in one Spark job: log anomalies, replica diff
-and linearizability.
+"""The Spark engine: check one run or a whole campaign of runs in one Spark job,
+with every registered checker (harness.registry), as the local engine does.
 
-Input: Parquet run dirs written by `checkers.parquet` (each row tagged with
-its run name). The tables of `checkers.spark_tables` are built (their
-per-key facts cached) once, every anomaly kind of both checkers is flagged
-in one union and collected by one job, then a few small lookup jobs fill in
-the listed examples, and the caches are released. Beside the flag job, a
-second driver thread runs the window over each key's calls in time order
-(`checkers.spark_sequential.settled_keys`), which serves twice: the
-linearizability checker goes on in that thread with the keys it could not
-settle, and the send-order kinds are flagged (one more job) only on the keys
-whose acknowledged sends it did not find stepped. Spark interleaves the jobs'
-tasks, so the cores stay busy while one job's driver side plans or collects,
-or its stage has fewer tasks than cores, and the Python search works while
-the JVM does.
+A checker takes part through its Spark driver (`Checker.spark`, a module
+name); a checker without one comes back `{"valid": "unknown", "note": "no
+spark driver"}`, never absent. A driver module has
+
+- `check(job: SparkJob) -> {run: result}`, called in its own thread, and
+- optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark_flags)
+  that join the one shared flag job; `job.top()` is its collected answer.
+
+Input: Parquet run dirs written by `checkers.parquet` (each row tagged with its
+run name). The tables of `checkers.spark_tables` are built (their per-key facts
+cached) once and shared by the drivers; every driver's flags are collected by
+one job; beside it, the window over each key's calls in time order
+(`checkers.spark_sequential.settled_keys`, `job.settled()`) runs once for the
+drivers that use it (linearizability settles keys with it, the log checker
+flags the send-order kinds only on the keys it did not find stepped). Spark
+interleaves the jobs' tasks, so the cores stay busy while one job's driver side
+plans or collects, and the Python search works while the JVM does.
 """
 
 from __future__ import annotations
 
+import importlib
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
-from checkers import spark_diff, spark_linear, spark_log
-from checkers.log_anomalies import MAX_EXAMPLES
-from checkers.spark_flags import top_flags
-from checkers.spark_sequential import settled_keys
-from checkers.spark_session import spark_session
-from checkers.spark_tables import Tables
+from harness import registry
+
+NO_DRIVER = {"valid": "unknown", "note": "no spark driver"}
+NO_RESULT = {"valid": "unknown", "note": "its spark driver gave no result for this run"}
+
+
+@dataclass
+class SparkJob:
+    """What every Spark driver of one check shares."""
+
+    tables: object                      # checkers.spark_tables.Tables
+    runs: list[str]
+    complete: dict[str, bool]           # run -> every data node left a readable dump
+    time_limit: float | None            # linearizability's search limit
+    _top: Future = field(default_factory=Future)
+    _settled: Future | None = None
+
+    def top(self) -> dict:
+        """(run, kind) -> (count, first examples) of every driver's flags (checkers.spark_flags.top_flags)."""
+        return self._top.result()
+
+    def settled(self) -> tuple[list, float]:
+        """The collected rows of `settled_keys` and the seconds they took."""
+        return self._settled.result()
+
+
+def drivers() -> dict[str, object]:
+    """Registered checker name -> its Spark driver module (None: it has none)."""
+    out = {}
+    for name, checker in registry.load_all(registry.CHECKERS).items():
+        module = getattr(checker, "spark", None)
+        try:
+            out[name] = importlib.import_module(module) if module else None
+        except ImportError as e:
+            raise registry.RegistryError(f"checker {name!r}: Spark driver {module} cannot be loaded: {e}") from None
+    return out
 
 
 def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
                complete: dict[str, bool] | None = None, spark=None,
                time_limit: float | None = None,
                timings: dict | None = None) -> dict[str, dict]:
-    """-> {run: {"log", "replica-diff", "linearizability": result}} for every run name in `runs`.
+    """-> {run: {checker name: result}} for every run name in `runs` and every registered checker.
 
     runs[i] must be the run name written into run_dirs[i]'s tables. timings: if
-    given, gets `anomalies_diff_s`, the seconds until the log and diff results
-    were ready (the linearizability checker's own seconds are in its result;
-    the two overlap).
+    given, gets `checkers_s`: checker name -> seconds until its results were
+    ready (they overlap).
     """
+    from checkers.log_anomalies import MAX_EXAMPLES
+    from checkers.spark_flags import top_flags
+    from checkers.spark_sequential import settled_keys
+    from checkers.spark_session import spark_session
+    from checkers.spark_tables import Tables
+
     started = time.monotonic()
+    found = drivers()
+    active = {name: driver for name, driver in found.items() if driver is not None}
     spark = spark or spark_session(master)
     tables = Tables(spark, run_dirs, runs)
-    beside = ThreadPoolExecutor(4, thread_name_prefix="beside")
+    beside = ThreadPoolExecutor(len(active) + 1, thread_name_prefix="beside")
+    job = SparkJob(tables, list(runs), dict(complete or {}), time_limit)
     try:
-        order = beside.submit(_timed, lambda: settled_keys(tables).collect())
-        linear = beside.submit(lambda: spark_linear.check_runs(tables, time_limit, order.result()))
-        top = top_flags(spark_log.flags(tables) + spark_diff.flags(tables), runs, MAX_EXAMPLES)
-        diff = beside.submit(_stamped, spark_diff.results, tables, top, complete)
-        per_key, _seconds = order.result()
-        send_order = spark_log.send_order(tables, {row["k"] for row in per_key
-                                                   if not row["stepped"]})
-        late = top_flags([send_order], runs, MAX_EXAMPLES) if send_order is not None else {}
-        log = beside.submit(_stamped, spark_log.results, tables, {**top, **late})
-        (log_done, log), (diff_done, diff), linear = log.result(), diff.result(), linear.result()
+        job._settled = beside.submit(_timed, lambda: settled_keys(tables).collect())
+        answers = {name: beside.submit(_stamped, driver.check, job) for name, driver in active.items()}
+        try:
+            flags = [f for driver in active.values() if hasattr(driver, "flags") for f in driver.flags(tables)]
+            job._top.set_result(top_flags(flags, runs, MAX_EXAMPLES) if flags else {})
+        except BaseException as e:
+            job._top.set_exception(e)
+            raise
+        done = {name: answer.result() for name, answer in answers.items()}
         if timings is not None:
-            timings["anomalies_diff_s"] = round(max(log_done, diff_done) - started, 1)
+            timings["checkers_s"] = {name: round(at - started, 1) for name, (at, _r) in done.items()}
     except BaseException:  # Ctrl-C or a failed job: stop the jobs of the other threads too
         spark.sparkContext.cancelAllJobs()
         raise
     finally:
         beside.shutdown(wait=True, cancel_futures=True)
         tables.release()
-    return {run: {"log": log[run], "replica-diff": diff[run], "linearizability": linear[run]}
+    return {run: {name: done[name][1].get(run, dict(NO_RESULT)) if name in done else dict(NO_DRIVER)
+                  for name in found}
             for run in runs}
 
 

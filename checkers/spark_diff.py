@@ -67,6 +67,11 @@ def _lost_acknowledged(tables: Tables) -> DataFrame:
                 {"a": F.col("key"), "b": F.col("ack_offset"), "t": F.col("value")})
 
 
+def check(job) -> dict[str, dict]:
+    """The replica diff's Spark driver (checkers.spark_check): `flags` join the shared flag job."""
+    return results(job.tables, job.top(), job.complete)
+
+
 def results(tables: Tables, top: dict, complete: dict[str, bool] | None = None) -> dict[str, dict]:
     """Collected flag rows -> run -> replica-diff result (identical to the in-process kernel)."""
     holders, writers = _divergence_details(tables, top)

@@ -137,6 +137,11 @@ def settle(tables: Tables, order: list | None = None
     return {run: tuple(entry) for run, entry in summary.items()}, searched
 
 
+def check(job) -> dict[str, dict]:
+    """The linearizability checker's Spark driver (checkers.spark_check)."""
+    return check_runs(job.tables, job.time_limit, job.settled())
+
+
 def check_runs(tables: Tables, time_limit: float | None = None,
                order: tuple[list, float] | None = None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables` (before tables.release()).

@@ -174,6 +174,19 @@ def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame |
                  "c": F.when(is_late, F.col("offset"))})
 
 
+def check(job) -> dict[str, dict]:
+    """The log checker's Spark driver (checkers.spark_check): `flags` join the shared
+    flag job; the send-order kinds are flagged here, only on the keys whose
+    acknowledged sends the time-order window did not find stepped."""
+    from checkers.log_anomalies import MAX_EXAMPLES
+    from checkers.spark_flags import top_flags
+
+    per_key, _seconds = job.settled()
+    late = send_order(job.tables, {row["k"] for row in per_key if not row["stepped"]})
+    found = top_flags([late], job.runs, MAX_EXAMPLES) if late is not None else {}
+    return results(job.tables, {**job.top(), **found})
+
+
 def results(tables: Tables, top: dict) -> dict[str, dict]:
     """Collected flag rows -> run -> checker result (identical to the in-process kernel)."""
     listed = {(run, kind): payloads for (run, kind), (_n, payloads) in top.items()}

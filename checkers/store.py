@@ -25,7 +25,7 @@ import shutil
 import tempfile
 
 from checkers import linearizability
-from checkers.checker import StoreData
+from checkers.checker import StoreData, merge_valid
 from checkers.flatten import flatten, flatten_dumps
 from checkers.history import HistoryError, iter_jsonl
 from harness import registry
@@ -100,8 +100,8 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
     try:
         with open(os.path.join(store_dir, "test.json"), encoding="utf-8") as f:
             test = json.load(f)
-        name = test.get("system") or "replica"
-        system = registry.system(name)
+        system = registry.system(test.get("system"))  # None: the default system
+        name = system.name
     except (OSError, ValueError, AttributeError, registry.RegistryError):
         return {}
     lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
@@ -124,7 +124,7 @@ def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing:
     for name, why in skipped.items():
         if name in checkers:
             checkers[name] = {**checkers[name], "valid": "unknown", "applies": False, "note": why}
-    results = {"valid": combine(c["valid"] for n, c in checkers.items() if n not in skipped),
+    results = {"valid": merge_valid(c["valid"] for n, c in checkers.items() if n not in skipped),
                "checkers": checkers, "stats": stats, "engine": engine}
     if skipped:
         missing = []  # no dumps is what such a system leaves; not a partial store
@@ -136,16 +136,6 @@ def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing:
     if notes:
         results["notes"] = notes
     return results
-
-
-def combine(verdicts) -> bool | str:
-    """False if any checker is False, else "unknown" if any is, else True."""
-    verdicts = list(verdicts)
-    if any(v is False for v in verdicts):
-        return False
-    if any(v != True for v in verdicts):  # noqa: E712 - "unknown" is truthy
-        return "unknown"
-    return True
 
 
 def add_times(store_dir: str, found: dict) -> None:

@@ -91,11 +91,10 @@ def registered(group: str):
 
 def print_json(store: Path | None, code: int, results: dict | None = None) -> None:
     """For machines: the whole result with the verdict and the store path, one JSON document on stdout."""
-    if results is None and store is not None and (store / "results.json").is_file():
-        try:
-            results = json.loads((store / "results.json").read_text())
-        except ValueError:
-            results = None
+    if results is None and store is not None:
+        from harness.store import read_results
+
+        results = read_results(store)
     doc = dict(results) if isinstance(results, dict) else {"valid": "unknown", "error": "no results.json"}
     doc.update(store=str(store) if store else None, exit_code=code)
     typer.echo(json.dumps(doc, default=str))
@@ -119,11 +118,12 @@ def campaign_json(path: Path | None, code: int) -> None:
         doc = json.loads((path / "summary.json").read_text())
     else:
         from harness.campaign.cli import run_code
+        from harness.store import read_results
 
         runs = {}
         for hist in sorted(path.rglob("history.jsonl")) if path is not None else []:
-            if "latest" not in hist.parts and (hist.parent / "results.json").is_file():
-                res = json.loads((hist.parent / "results.json").read_text())
+            res = read_results(hist.parent) if "latest" not in hist.parts else None
+            if res is not None:
                 runs[str(hist.parent)] = {"valid": res.get("valid"), "exit_code": run_code(res)[0],
                                           "as_expected": (res.get("scenario") or {}).get("as_expected")}
         doc = {"runs": runs}
@@ -148,11 +148,23 @@ def ssh_options(hosts, ssh_user, ssh_key, known_hosts) -> dict:
     return {k: v for k, v in given.items() if v is not None}
 
 
+def _systems() -> str:
+    from harness import registry
+
+    return " | ".join(registry.names(registry.SYSTEMS))
+
+
+def _default_system() -> str:
+    from harness.registry import DEFAULT_SYSTEM
+
+    return DEFAULT_SYSTEM
+
+
 def _roles(system: str | None) -> dict:
     """The role hosts a system adds to n1..nN ({} when the name is unknown: the spec says so)."""
     from harness import registry
     try:
-        return dict(registry.system(system or "replica").roles)
+        return dict(registry.system(system).roles)
     except registry.RegistryError:
         return {}
 
@@ -161,9 +173,11 @@ def _roles(system: str | None) -> dict:
 def run(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML spec file; flags override it"),
     system: Optional[str] = typer.Option(None, "--sut", "--system",
-                                         help="system under test: replica | nats (default replica; docs/extending.md)"),
-    era: Optional[str] = typer.Option(None, help="the replica's era: hw | kip101 | epoch (default epoch)"),
-    storage: Optional[str] = typer.Option(None, help="nats: stream storage, file | memory (default file)"),
+                                         help=f"system under test: {_systems()} (default {_default_system()})"),
+    variant: Optional[str] = typer.Option(None, "--variant", "--era",
+                                          help="the system's variant (its variant option; `harness scenario --list`)"),
+    option: List[str] = typer.Option([], "--option", help="a system option key=value (its own names), repeatable"),
+    storage: Optional[str] = typer.Option(None, hidden=True, help="deprecated: --option storage=..."),
     nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
     time_limit: Optional[float] = typer.Option(None, help="workload seconds (default 60)"),
@@ -180,9 +194,9 @@ def run(
     ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
     ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
     known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
-    name: Optional[str] = typer.Option(None, help="test name (default log-<era>)"),
+    name: Optional[str] = typer.Option(None, help="test name (default log-<variant>)"),
     store_root: Optional[str] = typer.Option(None, "--store", help="store root directory (default ./store)"),
-    set_: List[str] = typer.Option([], "--set", help="replica setting key=value (Kafka names), repeatable"),
+    set_: List[str] = typer.Option([], "--set", help="a system setting key=value (its own names), repeatable"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the checkers (exit 2)"),
     json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
@@ -196,8 +210,9 @@ def run(
         settings = parse_settings(set_) if set_ else None
         if hosts and nodes is None:  # the system's role hosts (the replica's controller) come first
             nodes = len(hosts.split(",")) - len(_roles(system))
-        spec = build_spec(str(spec_file) if spec_file else None, system=system, era=era, nemesis=nemesis,
-                          system_options={"storage": storage} if storage else None,
+        options = {**({"storage": storage} if storage else {}), **parse_settings(option, "--option")}
+        spec = build_spec(str(spec_file) if spec_file else None, system=system, variant=variant, nemesis=nemesis,
+                          system_options=options or None,
                           nemesis_interval=nemesis_interval, time_limit=time_limit, seed=seed, nodes=nodes,
                           keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
                           subnet=subnet, name=name, store_root=store_root,
@@ -445,8 +460,8 @@ def serve(
 @app.command()
 def scenario(
     name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
-    era: Optional[str] = typer.Option(None, "--era", "--variant",
-                                      help="the system's variant: replica hw | kip101 | epoch, nats file | memory"),
+    era: Optional[str] = typer.Option(None, "--variant", "--era",
+                                      help="the system's variant (`--list` shows each scenario's)"),
     system: Optional[str] = typer.Option(None, "--sut", "--system",
                                          help="only this system's scenarios (--list); the script must be for it"),
     file: Optional[Path] = typer.Option(None, "--file", help="your own scenario script (YAML)"),

@@ -1,6 +1,6 @@
 """JUnit XML for CI systems: one test case per run.
 
-classname = system/era/nemesis (a random run) or scenario/era, name = the
+classname = system/variant/nemesis (a random run) or scenario/variant, name = the
 seed; a failure for an invalid run (in a campaign: a run that contradicts its
 cell's expectation), an error for unknown, with the verdict summary and the
 report's path in the message. The schema CI systems read (Jenkins' xunit
@@ -46,13 +46,14 @@ def run_case(store: Path | None, classname: str | None = None, message_prefix: s
     if store is None:
         return Case(classname or "harness", "run", "error", "the run did not start (no store)")
     from harness.verdict import summary
-    test, results = _read(store / "test.json"), _read(store / "results.json")
-    from harness.store import read_scenario_section
+    from harness.registry import DEFAULT_SYSTEM
+    from harness.store import read_results, read_scenario_section
+    test, results = _read(store / "test.json"), read_results(store)
     scenario = (read_scenario_section(store) or {}).get("name")
     variant = test.get("variant") or test.get("era")
     if classname is None:
         classname = f"{scenario}/{variant}" if scenario else \
-            f"{test.get('system') or 'replica'}/{variant}/{'+'.join(test.get('nemesis') or []) or 'none'}"
+            f"{test.get('system') or DEFAULT_SYSTEM}/{variant}/{'+'.join(test.get('nemesis') or []) or 'none'}"
     seed = test.get("seed")
     valid = results.get("valid") if results else None
     report = store / "report.html"

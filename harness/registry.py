@@ -1,25 +1,38 @@
-"""Registries of pluggable parts, as entry points (like pytest's plugins).
+"""Registries of pluggable parts (like pytest's plugins): systems, backends,
+workloads, faults and checkers, each found by name.
 
-Every built-in system, backend, workload, fault and checker registers itself
-in pyproject.toml exactly as a third-party package would:
+Three sources, in this order:
+- the built-ins, registered here in code (`BUILTINS`; systems: every package
+  `systems/<name>/` whose `__init__` defines `SYSTEM`), so a plain checkout that
+  was never pip-installed knows them;
+- entry points of installed packages, exactly as a third party registers:
 
-    [project.entry-points."replog.systems"]
-    replica = "systems.replica:SYSTEM"
+      [project.entry-points."replog.systems"]
+      mysystem = "mypackage.adapter:SYSTEM"
 
-and is found here with importlib.metadata. A name that is not registered is
-a one-line `RegistryError` listing the known names.
+- `register(group, name, obj)` at run time (a test's own checker, a plugin).
 
-Groups and what an entry point names:
+Every object is checked against its group's protocol when it is loaded or
+registered (as pluggy verifies a hook implementation against its spec): a
+missing attribute, a name that is not the registered one, a capability that
+harness.sut does not know, is a one-line `RegistryError`, and so is an
+unknown name (listing the known ones).
+
+Groups and what is registered:
 - `replog.systems`: a `harness.sut.System`
-- `replog.backends`: a module with `make_cluster(spec, run_id, record, work_dir)` (harness/cluster/)
+- `replog.backends`: a module with `make_cluster(spec, run_id, record, work_dir, roles)` (harness/cluster/)
 - `replog.workloads`: a `workloads.Workload`
 - `replog.faults`: a `nemesis.fault.FaultKind`
-- `replog.checkers`: a `checkers.registry.Checker`
+- `replog.checkers`: a `checkers.checker.Checker`
 """
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
+import pkgutil
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 SYSTEMS = "replog.systems"
@@ -30,43 +43,178 @@ CHECKERS = "replog.checkers"
 GROUPS = (SYSTEMS, BACKENDS, WORKLOADS, FAULTS, CHECKERS)
 _KIND = {SYSTEMS: "system", BACKENDS: "backend", WORKLOADS: "workload", FAULTS: "fault", CHECKERS: "checker"}
 
+# The system a spec, a campaign or a command gets when it names none: the only
+# place outside systems/<name>/ that names a system.
+DEFAULT_SYSTEM = "replica"
+
+# The built-ins ("module:attribute", or a module), imported only when asked for.
+BUILTINS: dict[str, dict[str, str]] = {
+    BACKENDS: {"netns": "harness.cluster.netns", "docker": "harness.cluster.docker",
+               "ssh": "harness.cluster.ssh"},
+    WORKLOADS: {"log": "workloads.log:WORKLOAD"},
+    FAULTS: {"kill": "nemesis.kill:KILL", "pause": "nemesis.pause:PAUSE_FAULT",
+             "partition": "nemesis.partition:PARTITION", "power": "nemesis.power:POWER",
+             "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",
+             "clock": "nemesis.clock:CLOCK_FAULT"},
+    CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
+               "linearizability": "checkers.linearizability:CHECKER"},
+}
+SYSTEMS_PACKAGE = "systems"  # systems/<name>/__init__.py defines SYSTEM
+
+_added: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+
 
 class RegistryError(LookupError):
     """An unknown or broken registration; one line."""
 
 
+def _builtin_systems() -> dict[str, str]:
+    root = Path(__file__).resolve().parent.parent / SYSTEMS_PACKAGE
+    return {m.name: f"{SYSTEMS_PACKAGE}.{m.name}:SYSTEM"
+            for m in pkgutil.iter_modules([str(root)]) if m.ispkg}
+
+
 @functools.cache
-def _entries(group: str) -> dict:
-    return {ep.name: ep for ep in entry_points(group=group)}
+def _sources(group: str) -> dict[str, str]:
+    """name -> "module[:attribute]": the built-ins, then installed entry points.
+
+    An entry point that repeats a built-in's name must name the same object."""
+    found = dict(_builtin_systems() if group == SYSTEMS else BUILTINS.get(group, {}))
+    for ep in entry_points(group=group):
+        if ep.name in found and found[ep.name] != ep.value:
+            raise RegistryError(f"{_KIND[group]} {ep.name!r} is registered twice: built in as "
+                                f"{found[ep.name]} and by an installed package as {ep.value}")
+        found.setdefault(ep.name, ep.value)
+    return found
 
 
 def names(group: str) -> list[str]:
     """Registered names of a group, sorted."""
-    return sorted(_entries(group))
+    return sorted({*_sources(group), *_added[group]})
 
 
 @functools.cache
+def _load_source(group: str, name: str) -> Any:
+    value = _sources(group)[name]
+    module, _, attr = value.partition(":")
+    try:
+        obj = importlib.import_module(module)
+        for part in filter(None, attr.split(".")):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise RegistryError(f"{_KIND[group]} {name!r} ({value}) cannot be loaded: {e}") from None
+    verify(group, name, obj)
+    return obj
+
+
 def load(group: str, name: str) -> Any:
     """The object registered under name; RegistryError if there is none."""
-    ep = _entries(group).get(name)
-    kind = _KIND.get(group, group)
-    if ep is None:
+    if name in _added[group]:
+        return _added[group][name]
+    if name not in _sources(group):
         known = ", ".join(names(group)) or "none"
-        raise RegistryError(f"unknown {kind} {name!r} (known: {known}); a new one is registered in "
-                            f"pyproject.toml [project.entry-points.\"{group}\"] and installed with "
-                            f"`pip install -e .` (scripts/setup.sh)")
-    try:
-        return ep.load()
-    except (ImportError, AttributeError) as e:
-        raise RegistryError(f"{kind} {name!r} ({ep.value}) cannot be loaded: {e}") from None
+        raise RegistryError(f"unknown {_KIND.get(group, group)} {name!r} (known: {known}); a new one is "
+                            f"registered in harness/registry.py (built in) or as an entry point "
+                            f"[project.entry-points.\"{group}\"]")
+    return _load_source(group, name)
 
 
 def load_all(group: str) -> dict[str, Any]:
     return {n: load(group, n) for n in names(group)}
 
 
-def system(name: str):
-    return load(SYSTEMS, name)
+def register(group: str, name: str, obj: Any) -> None:
+    """Register obj at run time (after checking it); a name that is taken is an error."""
+    if group not in GROUPS:
+        raise RegistryError(f"unknown registry group {group!r} (known: {', '.join(GROUPS)})")
+    if name in names(group):
+        raise RegistryError(f"{_KIND[group]} {name!r} is already registered")
+    verify(group, name, obj)
+    _added[group][name] = obj
+
+
+def unregister(group: str, name: str) -> None:
+    """Forget a run-time registration (built-ins and entry points stay)."""
+    _added[group].pop(name, None)
+
+
+# -- the protocols: what a registered object must have ------------------------
+# attribute -> what it must be: "str", "callable", "caps" (capability names of
+# harness.sut), "module" (a backend is a module). The full types are in the
+# modules named in the docstring above; these are the parts the harness calls.
+PROTOCOLS: dict[str, dict[str, str]] = {
+    SYSTEMS: {"name": "str", "description": "str", "options": "options", "capabilities": "caps",
+              "make_db": "callable", "host_plan": "callable", "has": "callable", "require": "callable",
+              "supports": "callable", "require_fault": "callable", "parse_options": "callable"},
+    BACKENDS: {"make_cluster": "callable"},
+    WORKLOADS: {"name": "str", "description": "str", "make": "callable"},
+    FAULTS: {"name": "str", "start": "str", "stop": "str", "colour": "str", "make": "callable",
+             "needs": "caps"},
+    CHECKERS: {"name": "str", "description": "str", "check": "callable", "needs": "caps"},
+}
+NAMED = (SYSTEMS, WORKLOADS, FAULTS, CHECKERS)  # their `name` must be the registered name
+BACKEND_PARAMS = ("spec", "run_id", "record", "work_dir", "roles")
+
+
+def verify(group: str, name: str, obj: Any) -> None:
+    """RegistryError (one line) unless obj has what its group's protocol asks."""
+    from harness.sut import CAPABILITIES, SystemOptions
+
+    kind = _KIND[group]
+    for attr, what in PROTOCOLS[group].items():
+        if not hasattr(obj, attr):
+            raise RegistryError(f"{kind} {name!r}: {type(obj).__name__} has no {attr!r} "
+                                f"(the {kind} protocol: {', '.join(PROTOCOLS[group])})")
+        value = getattr(obj, attr)
+        wrong = (what == "str" and not isinstance(value, str)
+                 or what == "callable" and not callable(value)
+                 or what == "options" and not (isinstance(value, type) and issubclass(value, SystemOptions)))
+        if wrong:
+            raise RegistryError(f"{kind} {name!r}: {attr} must be {what}, not {type(value).__name__}")
+        if what == "caps":
+            unknown = sorted(set(value) - set(CAPABILITIES))
+            if isinstance(value, str) or unknown:
+                raise RegistryError(f"{kind} {name!r}: {attr} names unknown capabilities {unknown or value!r} "
+                                    f"(known: {', '.join(CAPABILITIES)})")
+    if group in NAMED and obj.name != name:
+        raise RegistryError(f"{kind} {name!r}: registered under {name!r} but its name is {obj.name!r}")
+    if group == BACKENDS:
+        params = list(inspect.signature(obj.make_cluster).parameters)
+        if params[:len(BACKEND_PARAMS)] != list(BACKEND_PARAMS):
+            raise RegistryError(f"backend {name!r}: make_cluster{tuple(params)} must take "
+                                f"({', '.join(BACKEND_PARAMS)})")
+    if group == CHECKERS and getattr(obj, "spark", None) is not None and not isinstance(obj.spark, str):
+        raise RegistryError(f"checker {name!r}: spark must name its driver module (a str), "
+                            f"not {type(obj.spark).__name__}")
+    if group == SYSTEMS:
+        _verify_faults(name, obj)
+        fields = obj.options.model_fields
+        if obj.variant_option is not None and obj.variant_option not in fields:
+            raise RegistryError(f"system {name!r}: variant_option {obj.variant_option!r} is not one of its "
+                                f"options ({', '.join(fields) or 'none'})")
+
+
+def _verify_faults(name: str, system: Any) -> None:
+    """The deprecated `System.faults` list, if given, names only faults the
+    capabilities support (the capabilities decide; the list is not needed)."""
+    listed = getattr(system, "faults", None)
+    if listed is None:
+        return
+    for fault_name in sorted(listed):
+        if fault_name in names(FAULTS) and not system.supports(load(FAULTS, fault_name)):
+            raise RegistryError(f"system {name!r}: lists fault {fault_name!r} but lacks what it needs "
+                                f"({', '.join(load(FAULTS, fault_name).needs)}); drop `faults=`, the "
+                                f"capabilities decide")
+
+
+def faults_for(system: Any) -> list[str]:
+    """Names of the registered faults the system supports (their needs among its capabilities)."""
+    return [n for n in names(FAULTS) if system.supports(load(FAULTS, n))]
+
+
+def system(name: str | None = None):
+    """A registered system; None: the default one."""
+    return load(SYSTEMS, name or DEFAULT_SYSTEM)
 
 
 def backend(name: str):

@@ -107,8 +107,8 @@ def preflight(spec: TestSpec, program: Program) -> None:
             raise RunError(f"no {folder}/ under {run_store.REPO_DIR}; run from a full checkout")
     try:
         for fault in program.faults:
-            system.require_fault(fault)
             kind = registry.fault(fault)
+            system.require_fault(kind)
             if kind.preflight is not None:
                 kind.preflight(spec.backend, system)
         if system.check_settings is not None:
@@ -239,11 +239,8 @@ class Run:
     def _fault_table(self) -> dict:
         """The run's faults as the history names them, for the reports: {fault: {start, stop, colour}}."""
         out = {}
-        for name in sorted(self.system.faults):
-            try:
-                kind = registry.fault(name)
-            except registry.RegistryError:
-                continue
+        for name in registry.faults_for(self.system):
+            kind = registry.fault(name)
             out[name] = {"start": kind.start, "stop": kind.stop, "colour": kind.colour}
         return out
 

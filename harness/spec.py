@@ -1,10 +1,11 @@
 """The test spec: CLI flags and/or a YAML file, validated with pydantic. The
 resolved spec (every default filled in, the seed chosen) goes to test.json.
 
-The spec names the system under test (`system`, registered in
-`replog.systems`) and carries its options (`system_options`, validated by the
-system's own model: the replica's `era`). `era: hw` at the top level is
-accepted as short for `system_options: {era: hw}`."""
+The spec names the system under test (`system`, harness/registry.py; the
+registry's default when left out) and carries its options (`system_options`,
+validated by the system's own model). `variant: X` at the top level is short
+for `system_options: {<the system's variant_option>: X}`; `era: X` is the same
+(the name the replica's generations had first)."""
 from __future__ import annotations
 
 import ipaddress
@@ -15,6 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.registry import DEFAULT_SYSTEM
+
 
 class SpecError(ValueError):
     """Bad spec input; the message is one line naming the problem and the fix."""
@@ -24,8 +27,8 @@ class TestSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(None, description="test name (store/<name>/...); default <workload>-<variant>")
-    system: str = Field("replica", description="the system under test (replog.systems)")
-    system_options: dict[str, Any] = Field(default_factory=dict, description="the system's options (era, ...)")
+    system: str = Field(DEFAULT_SYSTEM, description="the system under test (harness/registry.py)")
+    system_options: dict[str, Any] = Field(default_factory=dict, description="the system's options (its own model)")
     workload: str = Field("log", description="the workload (replog.workloads)")
     backend: str = Field("netns", description="cluster backend (replog.backends): netns, docker, ssh")
     nodes: int = Field(3, ge=1, le=5, description="data nodes n1..nN")
@@ -48,13 +51,26 @@ class TestSpec(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _era_shorthand(cls, data):
-        """`era: hw` is short for `system_options: {era: hw}` (the replica's option)."""
-        if isinstance(data, dict) and "era" in data:
-            data = dict(data)
-            era = data.pop("era")
-            if era is not None:
-                data["system_options"] = {**(data.get("system_options") or {}), "era": era}
+    def _variant_shorthand(cls, data):
+        """`variant: X` (or its alias `era: X`) is short for `system_options: {<variant_option>: X}`."""
+        if not isinstance(data, dict) or not ({"variant", "era"} & set(data)):
+            return data
+        data = dict(data)
+        given = {k: data.pop(k) for k in ("variant", "era") if k in data}
+        values = {v for v in given.values() if v is not None}
+        if len(values) > 1:
+            raise ValueError(f"variant {given.get('variant')!r} and era {given.get('era')!r} differ; give one")
+        if not values:
+            return data
+        from harness import registry
+
+        try:
+            system = registry.system(data.get("system"))
+        except registry.RegistryError:
+            return data  # the `system` field says what is wrong
+        if system.variant_option is None:
+            raise ValueError(f"system {system.name!r} has no variants; leave out variant/era")
+        data["system_options"] = {**(data.get("system_options") or {}), system.variant_option: values.pop()}
         return data
 
     @field_validator("nemesis", mode="before")
@@ -96,7 +112,7 @@ class TestSpec(BaseModel):
             raise ValueError(f"system_options: {_one_line(e)}") from None
         for name in self.nemesis:
             try:
-                system.require_fault(name)
+                system.require_fault(registry.fault(name))
             except RuntimeError as e:
                 raise ValueError(f"nemesis: {e}") from None
         if self.name is None:
@@ -172,7 +188,13 @@ def load_spec_file(path: str, what: str = "spec file") -> dict:
 def build_spec(spec_file: str | None = None, **overrides) -> TestSpec:
     """File values, then CLI overrides (None means not given)."""
     data = load_spec_file(spec_file) if spec_file else {}
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if {"variant", "era"} & set(given):  # a flag's variant replaces the file's (under either name)
+        data.pop("variant", None)
+        data.pop("era", None)
+    if "system_options" in given:  # --option adds to the file's options
+        given["system_options"] = {**(data.get("system_options") or {}), **given["system_options"]}
+    data.update(given)
     try:
         return TestSpec.model_validate(data)
     except ValidationError as e:
@@ -180,12 +202,12 @@ def build_spec(spec_file: str | None = None, **overrides) -> TestSpec:
         raise SpecError(src + _one_line(e)) from None
 
 
-def parse_settings(pairs: list[str]) -> dict[str, Any]:
-    """--set key=value (values parsed as YAML scalars: 5000 -> int, true -> bool)."""
+def parse_settings(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
+    """--set / --option key=value (values parsed as YAML scalars: 5000 -> int, true -> bool)."""
     out = {}
     for p in pairs:
-        if "=" not in p:
-            raise SpecError(f"--set {p!r}: expected key=value, e.g. --set replica.lag.time.max.ms=10000")
-        k, v = p.split("=", 1)
+        k, eq, v = p.partition("=")
+        if not eq or not k.strip():
+            raise SpecError(f"{flag} {p!r}: expected key=value, e.g. {flag} name=value")
         out[k.strip()] = yaml.safe_load(v) if v else ""
     return out

@@ -178,9 +178,21 @@ def read_dumps(store: str | os.PathLike, problems: list[str] | None = None) -> t
     return dumps, missing
 
 
-def read_results(store: str | os.PathLike) -> dict | None:
-    results = read_json(Path(store) / RESULTS)
+def read_results(store: str | os.PathLike, problems: list[str] | None = None) -> dict | None:
+    """results.json (the one reader every other module uses), or None if the run has none."""
+    results = read_json(Path(store) / RESULTS, problems)
     return results if isinstance(results, dict) else None
+
+
+def has_results(store: str | os.PathLike) -> bool:
+    """Whether the run finished (its results.json is written last)."""
+    return (Path(store) / RESULTS).is_file()
+
+
+def read_legacy_scenario_results(store: str | os.PathLike) -> dict | None:
+    """An old store's scenario-results.json (before results.json kept the scenario part)."""
+    doc = read_json(Path(store) / LEGACY_SCENARIO_RESULTS)
+    return doc if isinstance(doc, dict) else None
 
 
 def read_scenario_section(store: str | os.PathLike) -> dict | None:

@@ -1,8 +1,10 @@
 """The seam between the harness and a system under test (Jepsen's `db` and
 `client`). The runner, the nemesis, the workloads, the scenarios and the
 checkers see only what is declared here; a system (the replica, NATS
-JetStream, ...) is one adapter module under `systems/` that registers a
-`System` in the entry-point group `replog.systems` (pyproject.toml).
+JetStream, ...) is one adapter package `systems/<name>/` whose `SYSTEM` is a
+`System` (harness/registry.py finds it; other packages use the entry-point
+group `replog.systems`). A system supports a fault when the fault's `needs`
+are among its capabilities.
 
 Capabilities beyond starting and stopping are *declared* (`System.capabilities`)
 and handed out as separate objects (`DB.process`, `DB.pausable`,
@@ -256,7 +258,6 @@ class System:
     description: str
     options: type[SystemOptions]
     capabilities: frozenset[str]
-    faults: frozenset[str]                            # fault names (replog.faults) it supports
     make_db: Callable[["Cluster", HostPlan, RunShape, SystemOptions], DB]
     roles: dict[str, str] = field(default_factory=dict)   # role -> host name added to n1..nN
     # role hosts that depend on the settings (the replica's store host with tiered storage);
@@ -274,6 +275,10 @@ class System:
     # Replication events (leader / follower / truncate / elect / recover dicts) from a store's nodes/ folder,
     # for the report's stories of lost writes; None: the report reads the replica's own log format.
     node_events: Callable[[Path], list[dict]] | None = None
+    # Deprecated, kept so adapters written before it was removed still construct: a
+    # system supports a fault when the fault's `needs` are among its capabilities
+    # (`supports`). If given, harness.registry checks it against them.
+    faults: frozenset[str] | None = None
 
     def variant_options(self, variant: str | None) -> dict:
         """system_options that select a variant."""
@@ -290,9 +295,18 @@ class System:
         if capability not in self.capabilities:
             raise Unsupported(self.name, capability, needed_for, self.lacks.get(capability, ""))
 
-    def require_fault(self, fault: str) -> None:
-        if fault not in self.faults:
-            raise Unsupported(self.name, f"fault {fault}", "the nemesis", self.lacks.get(f"fault {fault}", ""))
+    def supports(self, fault) -> bool:
+        """Whether a fault (a nemesis.fault.FaultKind: name, needs) can run on this system:
+        every capability it needs is one of the system's."""
+        return all(need in self.capabilities for need in fault.needs)
+
+    def require_fault(self, fault) -> None:
+        """Unsupported (one line, naming the missing capability's reason) unless `supports(fault)`."""
+        lacking = [need for need in fault.needs if need not in self.capabilities]
+        if lacking:
+            reason = self.lacks.get(f"fault {fault.name}") or self.lacks.get(lacking[0]) or \
+                f"it lacks the capability {lacking[0]!r} that this fault needs"
+            raise Unsupported(self.name, f"fault {fault.name}", "the nemesis", reason)
 
     def parse_options(self, data: dict | None) -> SystemOptions:
         return self.options.model_validate(data or {})

@@ -26,7 +26,7 @@ class Nemesis:
     def fault(self, name: str) -> tuple:
         if name not in self.faults:
             kind = registry.fault(name)
-            self.env.db.system.require_fault(name)
+            self.env.db.system.require_fault(kind)
             self.faults[name] = (kind, kind.make(self.env))
         return self.faults[name]
 

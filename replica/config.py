@@ -5,9 +5,10 @@ Sources, lowest precedence first: the defaults below, a JSON file
 flags. Unknown names and ill-typed values are rejected with a one-line
 ``ConfigError`` that names the key.
 
-Era-dependent defaults: ``replica.lag.time.max.ms`` is 10000 in the ``hw`` and
-``kip101`` eras (Kafka 0.10.2 / 0.11.0) and 30000 in ``epoch`` (Kafka 2.6,
-KIP-537). Everything else has one default. ``broker.session.timeout.ms`` and
+Era-dependent defaults (``replica.core.eras``, rule
+``replica_lag_time_max_ms``): ``replica.lag.time.max.ms`` is 10000 in the
+``hw`` and ``kip101`` eras (Kafka 0.10.2 / 0.11.0) and 30000 in ``epoch``
+(Kafka 2.6, KIP-537). Everything else has one default. ``broker.session.timeout.ms`` and
 ``broker.heartbeat.interval.ms`` take KRaft's defaults (our controller plays
 ZooKeeper's role; 9000 ms sits between ZooKeeper's 6000 in 0.10 and 18000 in 2.6).
 """
@@ -109,11 +110,6 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
             "offset with the leader-epoch cache it has"),
 ]}
 
-ERA_DEFAULTS = {
-    "hw": {"replica.lag.time.max.ms": 10000},
-    "kip101": {"replica.lag.time.max.ms": 10000},
-    "epoch": {"replica.lag.time.max.ms": 30000},
-}
 
 # Settings a topic may override (CreateTopic's config).
 TOPIC_SETTINGS = ("min.insync.replicas", "unclean.leader.election.enable",
@@ -150,10 +146,14 @@ def coerce(name: str, value: Any) -> Any:
 
 
 def defaults(era: str) -> dict[str, Any]:
-    if era not in ERA_DEFAULTS:
-        raise ConfigError(f"unknown era {era!r} (use hw, kip101 or epoch)")
+    from .core.eras import rules  # the era rules table (imported late: the core imports this module)
+
+    try:
+        row = rules(era)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     values = {name: s.default for name, s in SETTINGS.items()}
-    values.update(ERA_DEFAULTS[era])
+    values["replica.lag.time.max.ms"] = row.replica_lag_time_max_ms
     return values
 
 

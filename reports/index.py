@@ -12,13 +12,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.store import HISTORY, RESULTS, TEST
+
 from . import anomalies as anomalies_mod
 from .render import render
 from .report import build_report, test_summary
 from .rerun import duration_s, rerun_command
 from .store import read_store
 
-RUN_FILES = ("test.json", "history.jsonl", "results.json")
+RUN_FILES = (TEST, HISTORY, RESULTS)
 
 
 @dataclass

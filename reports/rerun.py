@@ -9,11 +9,19 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.registry import DEFAULT_SYSTEM
+
 # test.json field -> flag of `harness run`; the rest of a spec is either derived or per-run
-RUN_FLAGS = {"system": "--system", "era": "--era", "nemesis": "--nemesis",
+RUN_FLAGS = {"system": "--system", "variant": "--variant", "nemesis": "--nemesis",
              "nemesis_interval": "--nemesis-interval", "time_limit": "--time-limit", "seed": "--seed",
              "nodes": "--nodes", "keys": "--keys", "concurrency": "--concurrency", "rate": "--rate",
              "acks": "--acks", "backend": "--backend"}
+
+
+def _variant(test: dict, scenario: dict | None):
+    """The run's variant: test.json's `variant` (older stores: `era`, or the scenario's)."""
+    sc = scenario if isinstance(scenario, dict) else {}
+    return test.get("variant") or test.get("era") or sc.get("variant") or sc.get("era")
 
 
 def _flag_value(value: Any) -> str:
@@ -25,12 +33,12 @@ def _flag_value(value: Any) -> str:
 
 
 def rerun_command(test: dict, scenario: dict | None) -> str:
-    """``harness scenario NAME --era E`` for a scenario run, else ``harness run`` with the spec's flags."""
+    """``harness scenario NAME --variant V`` for a scenario run, else ``harness run`` with the spec's flags."""
+    test = {**test, "variant": _variant(test, scenario)}
     if isinstance(scenario, dict) and scenario.get("name"):
         argv = ["harness", "scenario", str(scenario["name"])]
-        era = scenario.get("era") or test.get("era") or (test.get("system_options") or {}).get("era")
-        if era:
-            argv += ["--era", str(era)]
+        if test["variant"]:
+            argv += ["--variant", str(test["variant"])]
         if test.get("backend") not in (None, "netns"):
             argv += ["--backend", str(test["backend"])]
         return shlex.join(argv)
@@ -38,7 +46,7 @@ def rerun_command(test: dict, scenario: dict | None) -> str:
     options = test.get("system_options") if isinstance(test.get("system_options"), dict) else {}
     for field, flag in RUN_FLAGS.items():
         value = test.get(field, options.get(field))
-        if value is None or value == [] or (field == "system" and value == "replica"):
+        if value is None or value == [] or (field == "system" and value == DEFAULT_SYSTEM):
             continue
         if isinstance(value, dict) or (field == "nodes" and not isinstance(value, int)):
             continue  # an older spec shape: not a flag value

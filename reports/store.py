@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.store import read_dumps as _read_dumps
-from harness.store import read_json, read_jsonl  # the store's tolerant readers (one set of them)
+from harness.store import read_json, read_jsonl, read_results  # the store's tolerant readers (one set of them)
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def read_store(store_dir: str | Path, with_history: bool = True) -> Store:
     path = Path(store_dir).resolve()
     problems: list[str] = []
     test = read_json(path / "test.json", problems)
-    results = read_json(path / "results.json", problems)
+    results = read_results(path, problems)
     store = Store(path=path, test=test if isinstance(test, dict) else {},
                   results=results if isinstance(results, dict) else None, problems=problems)
     if with_history:

@@ -3,7 +3,8 @@
 # run before every demo or test run.
 #   - Debian packages the netns backend and the faults need (apt-get)
 #   - Java for Spark, python3-venv for the virtual environment
-#   - .venv with the project installed editable, test extras included
+#   - .venv with the project installed editable, test extras included, at the
+#     versions of requirements.lock
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,15 +34,16 @@ if [ ! -x .venv/bin/python ]; then
     say "creating .venv"
     "$PY" -m venv .venv
 fi
-# Reinstall only when pyproject.toml changed since the last install: the stamp holds
-# its checksum (not its mtime, which a git checkout does not order reliably), so new
-# entry points (the registries of harness/registry.py) are always installed.
+# Python packages at the exact versions of requirements.lock (pip constraints; refresh
+# the lock with scripts/lock.sh). Reinstall only when pyproject.toml or the lock changed
+# since the last install: the stamp holds their checksum (not their mtime, which a git
+# checkout does not order reliably), so new entry points are always installed.
 stamp=.venv/.replog-installed
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import harness" 2>/dev/null; then
-    say "pip install -e .[test]"
+    say "pip install -c requirements.lock -e .[test]"
     .venv/bin/pip install -q --upgrade pip >/dev/null
-    .venv/bin/pip install -q -e ".[test]"
+    .venv/bin/pip install -q -c requirements.lock -e ".[test]"
     echo "$want" > "$stamp"
 fi
 # Systems that need more than Debian and PyPI (Kafka's jars from Maven Central) set themselves up.

@@ -46,51 +46,25 @@ def hw_data_loss_runs(tmp_path_factory):
 
 
 # -- test tiers ----------------------------------------------------------------
-# Every test belongs to one tier (pyproject.toml markers): `pytest -m unit` is the
-# seconds-long inner loop; the README's test command runs every tier. A module or a
-# test may name its tier with a marker; otherwise it follows from what it needs.
+# Every test belongs to exactly one tier (pyproject.toml markers), declared in the
+# test module (`pytestmark = pytest.mark.unit`), or, in a module of several tiers, on
+# each test or parameter: `pytest -m unit` is the seconds-long inner loop; the README's
+# test command runs every tier. A test with no tier or two stops the collection.
 TIERS = ("unit", "root", "docker", "spark", "browser")
-_ROOT_SIGNS = ("needs_root", "need_root", "geteuid", "NetnsCluster", "hw_data_loss_runs", "run_harness")
-# Modules whose need does not show in a fixture or a root check: real daemons of
-# libfaketime, and report pages rendered from whole stores (the browser tier's pages).
-MODULE_TIERS = {
-    "tests/nemesis/test_clock.py": "root",
-    "tests/checkers/test_spark_master.py": "spark",
-    "tests/reports/test_report_page.py": "browser",
-    "tests/reports/test_report_scale.py": "browser",
-    "tests/reports/test_linear_page.py": "browser",
-}
-_module_needs_root: dict[str, bool] = {}
 
 
-def _tier(item) -> str:
-    own = [m.name for m in item.iter_markers() if m.name in TIERS]
-    if own:
-        return own[0]
-    path = Path(str(item.fspath))
-    rel = path.relative_to(REPO)
-    if rel.as_posix() in MODULE_TIERS:
-        return MODULE_TIERS[rel.as_posix()]
-    if "docker" in rel.parts[:2]:
-        return "docker"
-    fixtures = set(getattr(item, "fixturenames", ()))
-    if "local_cluster" in fixtures:  # real replica processes (tests/replica/cluster_fixture.py)
-        return "root"
-    if fixtures & {"browser", "page", "chromium"}:
-        return "browser"
-    if "spark" in fixtures:
-        return "spark"
-    if str(path) not in _module_needs_root:
-        text = path.read_text(errors="replace")
-        _module_needs_root[str(path)] = any(sign in text for sign in _ROOT_SIGNS)
-    return "root" if _module_needs_root[str(path)] else "unit"
+def tiers_of(item) -> set[str]:
+    return {m.name for m in item.iter_markers() if m.name in TIERS}
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        tier = _tier(item)
-        if not any(m.name == tier for m in item.iter_markers()):
-            item.add_marker(getattr(pytest.mark, tier))
+    wrong = [(item.nodeid, tiers_of(item)) for item in items if len(tiers_of(item)) != 1]
+    if wrong:
+        nodeid, found = wrong[0]
+        raise pytest.UsageError(f"{len(wrong)} tests do not declare exactly one tier, e.g. {nodeid} "
+                                f"({', '.join(sorted(found)) or 'none'}): mark the module (`pytestmark = "
+                                f"pytest.mark.<tier>`) or, in a module of several tiers, each test "
+                                f"(tiers: {', '.join(TIERS)})")
 
 
 def pytest_sessionfinish(session, exitstatus):

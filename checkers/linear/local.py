@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from checkers.checker import merge_valid
 from checkers.linear.calls import Call, calls_by_key
 from checkers.linear.models import Model, parse_model
 from checkers.linear.wgl import DEFAULT_MAX_CONFIGS, check_calls
@@ -33,7 +34,7 @@ def merge_results(per_key: list[tuple[Any, dict]], model_spec: str, engine: str)
     """Per-key verdicts -> one JSON-able result (invalid beats unknown beats valid)."""
     invalid = [(k, r) for k, r in per_key if r["valid"] is False]
     unknown = [(k, r) for k, r in per_key if r["valid"] == "unknown"]
-    valid: bool | str = False if invalid else ("unknown" if unknown else True)
+    valid = merge_valid(r["valid"] for _k, r in per_key)
     result: dict[str, Any] = {
         "valid": valid,
         "model": model_spec if isinstance(model_spec, str) else model_spec.name,

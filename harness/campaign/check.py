@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import verdict
-from harness.campaign.verdicts import anomaly_counts, read_json
+from harness.campaign.verdicts import anomaly_counts
+from harness.store import read_results
 
 
 class CheckError(RuntimeError):
@@ -29,7 +30,7 @@ def check_stores(stores: list[Path], master: str | None = None, log=print, engin
     """
     if not stores:
         return {}
-    before = {str(s): read_json(s / "results.json") for s in stores}
+    before = {str(s): read_results(s) for s in stores}
     log(f"checking {len(stores)} runs " + ("in one Spark job" if engine == "spark" else "in-process"))
     try:
         if engine == "spark":

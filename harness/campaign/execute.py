@@ -24,8 +24,10 @@ from harness.campaign.folder import (CampaignFolder, latest_unfinished, mark_par
 from harness.campaign.matrix import expand
 from harness.campaign.outcome import outcome
 from harness.campaign.progress import CampaignProgress
-from harness.campaign.spec import CampaignError, CampaignFile, load_campaign, parse_duration
+from harness import registry
+from harness.campaign.spec import CampaignError, CampaignFile, load_campaign, parse_duration, system_variants
 from harness.campaign.verdicts import run_verdict
+from harness.store import has_results
 
 POLL_S = 0.5
 ORPHAN_WAIT_S = 120  # a cut-off run of a killed campaign tears down within this
@@ -70,23 +72,21 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
     if "netns" in campaign.backends and os.geteuid() != 0:
         raise CampaignError("the netns backend needs root (network namespaces, veths, iptables): run as root")
     from harness.spec import SpecError, build_spec
-    for era in campaign.eras:  # every era with the file's options and settings makes a valid run spec
+    pairs = [(s, v) for s in campaign.systems for v in system_variants(campaign, registry.system(s))]
+    for system_name, era in pairs:  # every variant with the file's options and settings makes a valid run spec
         try:
-            spec = build_spec(None, era=era, **campaign.options)
+            spec = build_spec(None, system=system_name, variant=era, **campaign.options)
             system = spec.system_def()
             if system.check_settings is not None:  # the system's own setting names and types
                 system.check_settings({**campaign.settings}, spec.options())
         except (SpecError, ValueError) as e:
-            raise CampaignError(f"campaign file {file}: field 'options'/'settings' with era {era}: {e}") from None
+            raise CampaignError(f"campaign file {file}: field 'options'/'settings' with system {system_name} "
+                                f"variant {era}: {e}") from None
     for faults in campaign.nemesis:
         try:
             build_spec(None, nemesis=faults, **campaign.options)
         except SpecError as e:
             raise CampaignError(f"campaign file {file}: field 'nemesis' {faults}: `harness run` refuses it ({e})") from None
-    for system in campaign.systems:
-        if system != "replica" and launch.system_field() is None:
-            raise CampaignError(f"campaign file {file}: field 'systems': {system!r} is registered but `harness run` "
-                                f"cannot select a system yet; leave it out")
 
 
 def plan_folder(campaign: CampaignFile, file: str, opts: Options) -> tuple[CampaignFolder, bool]:
@@ -126,7 +126,7 @@ def recover(folder: CampaignFolder, log) -> None:
             os.kill(att["pid"], signal.SIGKILL)
         attempt_dir = folder.attempt_dir(run_id, att["attempt"])
         store = run_store(attempt_dir)
-        if store is not None and (store / "results.json").is_file():  # it finished on its own
+        if store is not None and has_results(store):  # it finished on its own
             folder.append({"event": "run-end", "run": run_id, "attempt": att["attempt"], "exit": None,
                            "complete": True, "recovered": True, "store": str(store.relative_to(folder.path)),
                            "seconds": None})
@@ -185,7 +185,7 @@ class Scheduler:
         cell = self.cells[child.run_id.rsplit("/", 1)[0]]
         v = run_verdict(store, cell["kind"] == "scenario", cell.get("checkers"))
         self.folder.append({"event": "run-end", "run": child.run_id, "attempt": child.attempt, "exit": code,
-                            "complete": store is not None and (store / "results.json").is_file(),
+                            "complete": store is not None and has_results(store),
                             "store": str(store.relative_to(self.folder.path)) if store else None,
                             "verdict": v["verdict"], "seconds": seconds})
         self.progress.run_ended(child.run_id, v["verdict"], seconds)
@@ -279,7 +279,7 @@ def finish(folder: CampaignFolder, opts: Options, stopped: str | None = None) ->
 
     notes = [stopped] if stopped else []
     stores = [folder.path / st.end["store"] for st in folder.run_states().values()
-              if st.done and st.end.get("store") and (folder.path / st.end["store"] / "results.json").is_file()]
+              if st.done and st.end.get("store") and has_results(folder.path / st.end["store"])]
     check_failed = None
     try:
         check_stores(stores, master=opts.master, log=lambda m: print(f"campaign: {m}", flush=True),

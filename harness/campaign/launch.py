@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.campaign.matrix import variant_of
 from harness.campaign.spec import CampaignFile
 
 PR_SET_PDEATHSIG = 1
@@ -39,33 +40,26 @@ def slot_subnet(pool: str, slot: int) -> str:
 
 def run_spec(campaign: CampaignFile, cell: dict, run: dict, subnet: str | None) -> dict:
     """The `harness run --spec` document of one random run."""
-    spec = {**campaign.options, "era": cell["era"], "nemesis": cell["nemesis"], "seed": run["seed"],
+    spec = {**campaign.options, "system": cell["system"], "variant": variant_of(cell),
+            "nemesis": cell["nemesis"], "seed": run["seed"],
             "time_limit": campaign.time_limit, "backend": cell["backend"],
             "settings": dict(campaign.settings), "backend_options": dict(campaign.backend_options)}
-    if cell["era"] is None:
-        spec.pop("era")
+    if spec["variant"] is None:
+        spec.pop("variant")
     if campaign.nemesis_interval is not None:
         spec["nemesis_interval"] = campaign.nemesis_interval
     if subnet and cell["backend"] == "netns":
         spec["subnet"] = subnet
     if cell.get("workload") not in (None, "log"):
         spec["workload"] = cell["workload"]
-    if cell["system"] != "replica":
-        spec[system_field()] = cell["system"]
     return spec
-
-
-def system_field() -> str | None:
-    """The run spec's field that names the system under test, if the runner has one yet."""
-    from harness.spec import TestSpec
-    return next((f for f in ("sut", "system") if f in TestSpec.model_fields), None)
 
 
 def run_argv(campaign: CampaignFile, cell: dict, run: dict, attempt_dir: Path, subnet: str | None) -> list[str]:
     """The command line of one run; random runs get their spec as a file next to the attempt."""
     base = [sys.executable, "-m", "harness"]
     if cell["kind"] == "scenario":
-        argv = base + ["scenario", cell["scenario"], "--era", cell["era"], "--backend", cell["backend"],
+        argv = base + ["scenario", cell["scenario"], "--variant", variant_of(cell), "--backend", cell["backend"],
                        "--store", str(attempt_dir), "--junit", str(attempt_dir / RUN_JUNIT)]
         if subnet and cell["backend"] == "netns":
             argv += ["--subnet", subnet]

@@ -1,9 +1,11 @@
 """Expand a campaign file into cells and runs, in a stable order.
 
-Order: systems, then workloads, eras, nemesis sets, backends (random runs);
-then scenarios, eras, backends; the order of each list is the file's. A
-scenario in an era its library entry does not assert (and no `expect` rule
-names) is left out: its script is not meant for that generation. A
+Order: systems, then workloads, variants, nemesis sets, backends (random
+runs); then scenarios, variants, backends; the order of each list is the
+file's. A system runs the campaign's variants that are its own, or its default
+variant when none is (`spec.system_variants`). A scenario runs on its script's
+system, in a variant its library entry does not assert (and no `expect` rule
+names) it is left out: its script is not meant for that variant. A
 cell's id is made of its axis values only, so the same cell has the same id
 in every campaign of the file (that is what the comparison joins on), and a
 run's id adds its seed.
@@ -13,10 +15,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field
 
-from harness.campaign.spec import CampaignFile, ExpectRule
-
-ERA_SYSTEMS = {"replica"}  # systems whose runs take --era (the replica's protocol generations)
-SCENARIO_SYSTEM = "replica"  # the scenario library scripts the replica
+from harness import registry
+from harness.campaign.spec import CampaignFile, ExpectRule, system_variants
 
 
 @dataclass
@@ -24,22 +24,22 @@ class Cell:
     id: str
     kind: str                       # "run" (random faults) or "scenario"
     system: str
-    era: str | None
+    variant: str | None             # None: the system's default
     nemesis: list[str]
     workload: str | None
     scenario: str | None
     backend: str
-    expect: str                     # valid | invalid | any | scenario (the library's verdict for the era)
+    expect: str                     # valid | invalid | any | scenario (the library's verdict for the variant)
     why: str = ""
     checkers: list[str] | None = None                # judge runs on these checkers only (None: all)
     runs: list[dict] = field(default_factory=list)   # {"id", "seed", "index"}
 
     @property
     def label(self) -> str:
-        """system/era/nemesis (random runs) or scenario/era: the JUnit classname."""
+        """system/variant/nemesis (random runs) or scenario/variant: the JUnit classname."""
         if self.kind == "scenario":
-            return "/".join(x for x in (self.scenario, self.era) if x)
-        parts = [self.system, self.era, "+".join(self.nemesis) or "none"]
+            return "/".join(x for x in (self.scenario, self.variant) if x)
+        parts = [self.system, self.variant, "+".join(self.nemesis) or "none"]
         if self.workload and self.workload != "log":
             parts.append(self.workload)
         if self.backend != "netns":
@@ -47,7 +47,7 @@ class Cell:
         return "/".join(p for p in parts if p)
 
     def axes(self) -> dict:
-        return {"system": self.system, "era": self.era, "nemesis": self.nemesis, "workload": self.workload,
+        return {"system": self.system, "variant": self.variant, "nemesis": self.nemesis, "workload": self.workload,
                 "scenario": self.scenario, "backend": self.backend}
 
     def as_json(self) -> dict:
@@ -85,19 +85,20 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
     count = runs_per_cell or (len(campaign.seeds) if campaign.seeds else campaign.runs)
     cells: list[Cell] = []
     for system in campaign.systems:
-        eras = campaign.eras if system in ERA_SYSTEMS else [None]
+        variants = system_variants(campaign, registry.system(system))
         for workload in campaign.workloads:
-            for era in eras:
+            for era in variants:
                 for nemesis in campaign.nemesis:
                     for backend in campaign.backends:
                         cid = cell_id(system, workload if workload != "log" else None, era,
                                       "+".join(nemesis) or "none", backend if backend != "netns" else None)
                         cells.append(_cell(campaign, cid, "run", system, era, nemesis, workload, None, backend))
     for scenario in campaign.scenarios:
-        for era in campaign.eras:
+        system = _scenario_system(scenario)
+        for era in [v for v in system_variants(campaign, registry.system(system)) if v is not None]:
             for backend in campaign.backends:
                 cid = cell_id("scenario", scenario, era, backend if backend != "netns" else None)
-                cell = _cell(campaign, cid, "scenario", SCENARIO_SYSTEM, era, [], None, scenario, backend)
+                cell = _cell(campaign, cid, "scenario", system, era, [], None, scenario, backend)
                 if cell.expect != "any" or matching_rule(campaign, cell.axes()) is not None:  # an era the library does not assert, no rule: left out
                     cells.append(cell)
     for cell in cells:
@@ -117,8 +118,18 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
     return cells
 
 
+def variant_of(cell: dict) -> str | None:
+    """A planned cell's variant (plans written before the axis was renamed say `era`)."""
+    return cell.get("variant", cell.get("era"))
+
+
+def _scenario_system(name: str) -> str:
+    from nemesis.scenarios.script import load_scenario
+    return load_scenario(name).system
+
+
 def _cell(campaign, cid, kind, system, era, nemesis, workload, scenario, backend) -> Cell:
-    axes = {"system": system, "era": era, "nemesis": nemesis, "workload": workload, "scenario": scenario,
+    axes = {"system": system, "variant": era, "nemesis": nemesis, "workload": workload, "scenario": scenario,
             "backend": backend}
     rule = matching_rule(campaign, axes)
     verdict, why = (rule.verdict, rule.why) if rule else ("scenario" if kind == "scenario" else "valid", "")
@@ -129,7 +140,7 @@ def _cell(campaign, cid, kind, system, era, nemesis, workload, scenario, backend
 
 
 def _scenario_expectation(name: str, era: str) -> tuple[str, str]:
-    """("scenario", what the library declares) for an asserted era, else ("any", "")."""
+    """("scenario", what the library declares) for an asserted variant, else ("any", "")."""
     from nemesis.scenarios.script import load_scenario
     declared = load_scenario(name).expect.get(era)
     if declared is None:

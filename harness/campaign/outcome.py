@@ -24,6 +24,7 @@ import statistics
 from pathlib import Path
 
 from harness.campaign.folder import CampaignFolder, previous_finished
+from harness.campaign.matrix import variant_of
 from harness.campaign.verdicts import first_anomaly_s, run_verdict
 
 OK = "as-expected"
@@ -87,8 +88,9 @@ def summarize(folder: CampaignFolder, notes: list[str] | None = None) -> dict:
         status = cell_status(cell["expect"], runs)
         # runs that disagree where they should agree (a known bug found by some random runs is normal)
         mixed = counts["valid"] > 0 and counts["invalid"] > 0 and cell["expect"] in ("valid", "scenario")
-        cells.append({**{k: cell[k] for k in ("id", "label", "kind", "system", "era", "nemesis", "workload",
+        cells.append({**{k: cell[k] for k in ("id", "label", "kind", "system", "nemesis", "workload",
                                               "scenario", "backend", "expect", "why")},
+                      "variant": variant_of(cell),
                       "checkers": cell.get("checkers"),
                       "runs": runs, "counts": {"planned": len(runs), "done": len(done), **counts},
                       "with_anomaly": sum(1 for r in done if r["anomalies"]),

@@ -7,14 +7,15 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness import registry
 from harness.spec import SpecError, TestSpec, load_spec_file
 
-AXES = ("system", "era", "nemesis", "workload", "scenario", "backend")
+AXES = ("system", "variant", "nemesis", "workload", "scenario", "backend")
+ALIASES = {"era": "variant"}  # the axis's first name (the replica's generations), still accepted
 # `harness run` fields a campaign sets itself (axes, seeds, where the store goes)
-OWN_FIELDS = {"era", "nemesis", "seed", "backend", "subnet", "store_root", "name", "time_limit",
+OWN_FIELDS = {"variant", "era", "system", "nemesis", "seed", "backend", "subnet", "store_root", "name", "time_limit",
               "nemesis_interval", "settings", "check", "backend_options"}
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -37,8 +38,8 @@ def parse_duration(text: str | float | int) -> float:
 
 
 def known(kind: str) -> list[str]:
-    """Registered names (harness.registry entry points); `era`: every system's variants."""
-    if kind == "era":
+    """Registered names (harness.registry); `variant`: every system's variants."""
+    if kind == "variant":
         return sorted({v for s in registry.load_all(registry.SYSTEMS).values() for v in s.variants})
     group = {"system": registry.SYSTEMS, "workload": registry.WORKLOADS, "fault": registry.FAULTS,
              "backend": registry.BACKENDS}[kind]
@@ -58,6 +59,7 @@ class ExpectRule(BaseModel):
     @field_validator("where")
     @classmethod
     def _axes(cls, v):
+        v = {ALIASES.get(k, k): x for k, x in v.items()}
         for k in v:
             if k not in AXES:
                 raise ValueError(f"unknown axis {k!r}; use {', '.join(AXES)}")
@@ -87,9 +89,12 @@ class CampaignFile(BaseModel):
 
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
-    systems: list[str] = Field(default_factory=lambda: ["replica"], min_length=1)
-    eras: list[Annotated[str, AfterValidator(lambda v: _known_name(v, "era"))]] = Field(
-        default_factory=lambda: ["epoch"], min_length=1)
+    systems: list[str] = Field(default_factory=lambda: [registry.DEFAULT_SYSTEM], min_length=1)
+    # the variants axis (alias `eras:`); a system runs those of its own variants listed here,
+    # or its default variant when none is
+    variants: list[Annotated[str, AfterValidator(lambda v: _known_name(v, "variant"))]] = Field(
+        default_factory=lambda: _default_variants(), min_length=1,
+        validation_alias=AliasChoices("variants", "eras"))
     nemesis: list[list[str]] = Field(default_factory=lambda: [[]], min_length=1)
     workloads: list[str] = Field(default_factory=lambda: ["log"])
     scenarios: list[str] = Field(default_factory=list)
@@ -105,6 +110,14 @@ class CampaignFile(BaseModel):
     expect: list[ExpectRule] = Field(default_factory=list)
     budget: str | float | None = None
     subnets: str = Field("10.240.0.0/16", description="parallel netns runs take /24s of this")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _alias_eras(cls, data):
+        """`eras:` is the variants axis under its first name."""
+        if isinstance(data, dict) and "eras" in data and "variants" in data:
+            raise ValueError("give `variants` or its alias `eras`, not both")
+        return data
 
     @field_validator("nemesis", mode="before")
     @classmethod
@@ -168,6 +181,20 @@ class CampaignFile(BaseModel):
         if net.prefixlen > 24:
             raise ValueError(f"{v!r} is smaller than a /24; give a /16 to /24 network")
         return v
+
+
+def _default_variants() -> list[str]:
+    """The default system's default variant (its variant option's default), if it has variants."""
+    system = registry.system()
+    if system.variant_option is None:
+        return []
+    return [system.options.model_fields[system.variant_option].default]
+
+
+def system_variants(campaign: "CampaignFile", system) -> list[str | None]:
+    """The variants a system runs in: those of the campaign's it has, else [None] (its default)."""
+    own = [v for v in campaign.variants if v in system.variants]
+    return own or [None]
 
 
 def _known_name(name: str, kind: str) -> str:

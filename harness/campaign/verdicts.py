@@ -12,15 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from checkers.checker import merge_valid
+from harness.store import read_legacy_scenario_results, read_results
 from reports.anomalies import collect, example_ops
-
-
-def read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def verdict_word(valid) -> str:
@@ -35,7 +29,7 @@ def run_verdict(store: Path | None, scenario: bool, checkers: list[str] | None =
     """
     if store is None:
         return {"verdict": "unknown", "anomalies": {}, "note": "no run directory"}
-    results = read_json(store / "results.json")
+    results = read_results(store)
     if results is None:
         return {"verdict": "unknown", "anomalies": {}, "note": "no results.json (the run did not finish)"}
     out = {"verdict": verdict_word(results.get("valid")), "anomalies": anomaly_counts(results),
@@ -44,10 +38,10 @@ def run_verdict(store: Path | None, scenario: bool, checkers: list[str] | None =
         out["note"] = str(results["error"]).splitlines()[0][:300]
     if checkers:
         found = [((results.get("checkers") or {}).get(name) or {}).get("valid") for name in checkers]
-        out["verdict"] = "invalid" if False in found else "valid" if all(v is True for v in found) else "unknown"
+        out["verdict"] = verdict_word(merge_valid(found))
         out["note"] = f"judged on {', '.join(checkers)}" + (f"; {out['note']}" if out.get("note") else "")
     if scenario:
-        sc = read_json(store / "scenario-results.json") or {}  # stores written before results.json kept it
+        sc = read_legacy_scenario_results(store) or {}
         block = results.get("scenario") or sc.get("scenario") or {}
         out["verdict"] = verdict_word(results.get("valid") if results.get("scenario") else sc.get("valid", results.get("valid")))
         out["as_expected"] = block.get("as_expected")
@@ -64,7 +58,7 @@ def anomaly_counts(results: dict) -> dict[str, int]:
 
 def first_anomaly_s(store: Path) -> float | None:
     """Seconds from test start to the earliest op an anomaly names; None without anomalies."""
-    results = read_json(store / "results.json")
+    results = read_results(store)
     wanted = {i for a in collect(results) for e in a.examples for i in example_ops(e)} if results else set()
     if not wanted:
         return None

@@ -103,7 +103,7 @@ class Cluster(Protocol):
         """Create the hosts and the network between them."""
         ...
 
-    def install_code(self, repo_dir: str, folders: tuple[str, ...] = ("replica",)) -> None:
+    def install_code(self, repo_dir: str, folders: tuple[str, ...]) -> None:
         """Make the folders (packages) under repo_dir that the system declares
         (System.code) importable on every host under layout.code_dir."""
         ...

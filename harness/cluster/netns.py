@@ -94,7 +94,7 @@ class NetnsCluster:
     def _record_pid(self, pid: int, netns: str | None) -> None:
         self.record.add_pid(pid, netns)
 
-    def install_code(self, repo_dir: str, folders: tuple[str, ...] = ("replica",)) -> None:
+    def install_code(self, repo_dir: str, folders: tuple[str, ...]) -> None:
         # Same file system: run straight from the checkout.
         self.layout.code_dir = str(Path(repo_dir).resolve())
 

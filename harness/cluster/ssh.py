@@ -35,7 +35,7 @@ class SshHosts:
     remotes: dict[str, SshRemote]
     layout: HostLayout
 
-    def install_code(self, repo_dir: str, folders: tuple[str, ...] = ("replica",)) -> None:
+    def install_code(self, repo_dir: str, folders: tuple[str, ...]) -> None:
         """SFTP each <repo_dir>/<folder> (the system's System.code) to layout.code_dir/<folder> on every host."""
         for folder in folders:
             src = os.path.join(repo_dir, folder)

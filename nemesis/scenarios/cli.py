@@ -58,13 +58,13 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
         return _err(f"{scenario.name} is a scenario of system {scenario.system!r}, not {system!r}; "
                     f"see `harness scenario --list --sut {system}`")
     variants = scenario.variant_names()
-    flag = "--era" if scenario.system == "replica" else "--variant"
+    flag = "--variant"
     if era is None and variants:
         return _err(f"give the {scenario.system_def().variant_option or 'variant'}: {flag} {' | '.join(variants)}")
     if era is not None and era not in variants:
         return _err(f"{flag} {era!r}: use one of {', '.join(variants) or '(none: leave it out)'}")
     if expect and era not in scenario.expect:
-        return _err(f"{scenario.name} declares no verdict for era {era}; run without --expect")
+        return _err(f"{scenario.name} declares no verdict for variant {era}; run without --expect")
     from harness.runner import Run, RunError
     from harness.spec import SpecError
     from nemesis.scenarios.program import ScenarioProgram, scenario_spec

@@ -133,8 +133,8 @@ class ScenarioProgram:
 
     async def steps(self, ctx: RunContext, deadline: float):
         for step in self.scenario.steps:
-            if step.eras and self.variant not in step.eras:
-                ctx.log(f"{step.label()}: skipped in {self.variant} (eras: {', '.join(step.eras)})")
+            if step.variants and self.variant not in step.variants:
+                ctx.log(f"{step.label()}: skipped in {self.variant} (variants: {', '.join(step.variants)})")
                 continue
             common = {"action": step.action, "index": step.index, "id": step.id}
             if step.fault is not None:
@@ -271,4 +271,4 @@ def _args_json(a: Any):
 
 def _step_json(step: Step) -> dict:
     return {"index": step.index, "action": step.action, "args": _args_json(step.args), "id": step.id,
-            "as": step.bind_as, "eras": step.eras}
+            "as": step.bind_as, "variants": step.variants}

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.store import read_results
 from nemesis.scenarios.script import list_scenarios, load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +44,8 @@ def run_once(name: str, era: str, store: str, subnet: str) -> dict:
     lines = proc.stdout.strip().splitlines()
     run_dir = lines[-1] if lines else None
     sc = {}
-    if run_dir and (Path(run_dir) / "results.json").is_file():
-        sc = json.loads((Path(run_dir) / "results.json").read_text()).get("scenario", {})
+    if run_dir:
+        sc = (read_results(run_dir) or {}).get("scenario", {})
     err = [l for l in proc.stderr.splitlines() if "error" in l]
     return {"scenario": name, "era": era, "rc": proc.returncode, "wall_s": round(wall, 1), "store": run_dir,
             "verdict": sc.get("verdict"), "as_expected": sc.get("as_expected"),

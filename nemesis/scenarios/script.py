@@ -1,11 +1,13 @@
 """The scenario script format (YAML), validated with pydantic.
 
-A script names its system under test (`system:`, default `replica`) and has
-cluster settings, per-variant expectations (the replica's variants are its
-eras) and a list of steps. Each step is a mapping with exactly one action
-key plus optional `id` (a label that later `measure.since` can name), `as`
-(a name bound to the node the step acted on) and `eras` (the variants it runs
-in). Actions: `write`, `wait`, `sleep`, `bind`, and every registered fault
+A script names its system under test (`system:`, default: the registry's
+default system) and has cluster settings, per-variant expectations (the
+variants are the system's `variants`), anomalies it allows (`allowed_anomalies`)
+and, per variant, those it never allows even so (`forbidden_anomalies`), and a
+list of steps. Each step is a mapping with exactly one action key plus optional
+`id` (a label that later `measure.since` can name), `as` (a name bound to the
+node the step acted on) and `variants` (the variants it runs in; `eras` is an
+alias). Actions: `write`, `wait`, `sleep`, `bind`, and every registered fault
 the system supports, by its start step and its stop step (`kill`/`restart`,
 `pause`/`resume`, `partition`/`heal`, ...; nemesis/fault.py). Every problem is
 reported as one line that names the step, e.g. ``step 4 (kill): unknown node
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from checkers.vocabulary import ANOMALIES
 from harness import registry
+from harness.registry import DEFAULT_SYSTEM
 from harness.sut import Unsupported
 from nemesis.fault import FaultArgError, NodesRequest
 from nemesis.scenarios import conditions, roles
@@ -88,7 +91,7 @@ class Step(_Strict):
     id: str | None = None
     bind_as: str | None = None
     parsed: Any = None  # the parsed condition of a wait step
-    eras: list[str] | None = None  # run only in these variants (protocol generations differ)
+    variants: list[str] | None = None  # run only in these variants (script key `variants`, alias `eras`)
     fault: str | None = None  # a fault step: the registered fault's name
     stop: bool = False  # ... and whether the step stops it
 
@@ -131,7 +134,7 @@ class ScenarioVariant(_Strict):
 
 class Scenario(_Strict):
     name: str
-    system: str = "replica"
+    system: str = DEFAULT_SYSTEM
     description: str = ""
     source: str = ""
     nodes: int = Field(3, ge=1, le=5)
@@ -141,6 +144,7 @@ class Scenario(_Strict):
     settings: dict[str, Any] = Field(default_factory=dict)
     variants: dict[str, ScenarioVariant] = Field(default_factory=dict)  # its own variants (else the system's)
     allowed_anomalies: list[str] = Field(default_factory=list)
+    forbidden_anomalies: dict[str, list[str]] = Field(default_factory=dict)  # variant -> never allowed there
     expect: dict[str, Expectation] = Field(default_factory=dict)  # variant (era) -> expected verdict
     truncations: dict[str, list[Truncation]] = Field(default_factory=dict)
     recovery_timeout: float = Field(30.0, gt=0, le=300)
@@ -184,11 +188,15 @@ class Scenario(_Strict):
             raise ValueError(f"replication_factor {self.replication_factor} > nodes {self.nodes}")
         return self
 
-    def allowed(self, era: str) -> list[str]:
-        """Anomaly types this configuration may legitimately show; divergence
-        is never allowed in the replica's era epoch."""
-        return [a for a in self.allowed_anomalies
-                if not (self.system == "replica" and era == "epoch" and a == "divergence")]
+    @field_validator("forbidden_anomalies")
+    @classmethod
+    def _known_forbidden(cls, v):
+        return {variant: known_anomalies(names) for variant, names in v.items()}
+
+    def allowed(self, variant: str | None) -> list[str]:
+        """Anomaly types this configuration may legitimately show in a variant."""
+        never = set(self.forbidden_anomalies.get(variant or "", ()))
+        return [a for a in self.allowed_anomalies if a not in never]
 
     def system_def(self):
         return registry.system(self.system)
@@ -231,31 +239,32 @@ def _one_line(e: ValidationError) -> str:
 def fault_actions(system) -> dict[str, tuple[str, bool]]:
     """Step name -> (fault, stops it) for every registered fault the system supports."""
     out = {}
-    for name in sorted(system.faults):
-        try:
-            kind = registry.fault(name)
-        except registry.RegistryError:
-            continue  # declared by the system but not installed: not a step here
+    for name in registry.faults_for(system):
+        kind = registry.fault(name)
         out[kind.name] = (name, False)
         out[kind.stop_step_name] = (name, True)
     return out
 
 
-def _parse_step(index: int, raw: Any, system, variants: tuple[str, ...] | None = None) -> Step:
+def _parse_step(index: int, raw: Any, system, allowed: tuple[str, ...] | None = None) -> Step:
+    """`allowed`: the variants a step may name (the scenario's own, else the system's)."""
     where = f"step {index}"
-    variants = tuple(system.variants) if variants is None else variants
+    allowed = tuple(system.variants) if allowed is None else allowed
     faults = fault_actions(system)
     actions_known = (*OWN_ACTIONS, *faults)
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping such as {{kill: n1}}, got {raw!r}")
     extra = {k: raw[k] for k in ("id", "as") if k in raw}
-    eras = raw.get("eras")
-    if eras is not None:
-        eras = [eras] if isinstance(eras, str) else eras
-        if not isinstance(eras, list) or not eras or any(e not in variants for e in eras):
-            raise ScenarioError(f"{where}: eras must list some of {', '.join(variants) or '(none)'}, "
-                                f"got {raw['eras']!r}")
-    actions = [k for k in raw if k not in ("id", "as", "eras")]
+    keys = [k for k in ("variants", "eras") if k in raw]
+    if len(keys) > 1:
+        raise ScenarioError(f"{where}: give `variants` or its alias `eras`, not both")
+    variants = raw[keys[0]] if keys else None
+    if variants is not None:
+        variants = [variants] if isinstance(variants, str) else variants
+        if not isinstance(variants, list) or not variants or any(e not in allowed for e in variants):
+            raise ScenarioError(f"{where}: {keys[0]} must list some of {', '.join(allowed) or '(none)'}, "
+                                f"got {raw[keys[0]]!r}")
+    actions = [k for k in raw if k not in ("id", "as", "variants", "eras")]
     known = [k for k in actions if k in actions_known]
     unknown = [k for k in actions if k not in actions_known]
     if unknown:
@@ -292,7 +301,7 @@ def _parse_step(index: int, raw: Any, system, variants: tuple[str, ...] | None =
         raise ScenarioError(f"{where}: {e}") from None
     if "as" in extra and not isinstance(args, NodesRequest):
         raise ScenarioError(f"{where}: `as` names the node of a step that acts on nodes (kill, restart, ...)")
-    return Step(index=index, action=action, args=args, id=extra.get("id"), bind_as=extra.get("as"), eras=eras,
+    return Step(index=index, action=action, args=args, id=extra.get("id"), bind_as=extra.get("as"), variants=variants,
                 fault=fault, stop=stop)
 
 
@@ -304,7 +313,7 @@ def parse(data: Any, source: str = "scenario") -> Scenario:
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ScenarioError(f"{source}: needs a non-empty list `steps:`")
     try:
-        system = registry.system(data.get("system") or "replica")
+        system = registry.system(data.get("system"))  # None: the default system
     except registry.RegistryError as e:
         raise ScenarioError(f"{source}: system: {e}") from None
     own = data.get("variants")
@@ -316,7 +325,8 @@ def parse(data: Any, source: str = "scenario") -> Scenario:
     except ValidationError as e:
         raise ScenarioError(f"{source}: {_one_line(e)}") from None
     scenario.steps = steps
-    for what, table in (("expect", scenario.expect), ("truncations", scenario.truncations)):
+    for what, table in (("expect", scenario.expect), ("truncations", scenario.truncations),
+                        ("forbidden_anomalies", scenario.forbidden_anomalies)):
         for variant in table:
             if variant not in variants:
                 whose = f"scenario {scenario.name!r}" if scenario.variants else f"system {system.name!r}"
@@ -412,7 +422,7 @@ def bound_ms(spec: str | float | None, settings: dict, variant: str | None, syst
     m = re.fullmatch(r"\s*([0-9.]+)\s*[*x]\s*([a-z.]+)\s*", spec)
     if not m:
         raise ValueError(f"{spec!r}: use a number or FACTOR * setting, e.g. 1.5 * replica.lag.time.max.ms")
-    system = system or registry.system("replica")
+    system = system or registry.system()
     if system.setting_value is None:
         raise ValueError(f"system {system.name!r} has no settings to scale")
     options = system.parse_options(system.variant_options(variant) if options is None else options)
@@ -421,10 +431,22 @@ def bound_ms(spec: str | float | None, settings: dict, variant: str | None, syst
 
 # --------------------------------------------------------------------- loading
 LIBRARY = Path(__file__).resolve().parent / "library"
+# a system's own scripts may live in its package, systems/<name>/scenarios/*.yaml
+SYSTEMS_DIR = Path(__file__).resolve().parents[2] / "systems"
+
+
+def library() -> dict[str, Path]:
+    """Scenario name -> its script: the shared library and every system's own folder."""
+    found: dict[str, Path] = {}
+    for path in [*sorted(LIBRARY.glob("*.yaml")), *sorted(SYSTEMS_DIR.glob("*/scenarios/*.yaml"))]:
+        if path.stem in found:
+            raise ScenarioError(f"scenario {path.stem!r} is defined twice: {found[path.stem]} and {path}")
+        found[path.stem] = path
+    return found
 
 
 def list_scenarios() -> list[str]:
-    return sorted(p.stem for p in LIBRARY.glob("*.yaml"))
+    return sorted(library())
 
 
 def load_file(path: str | Path) -> Scenario:
@@ -447,8 +469,9 @@ def load_file(path: str | Path) -> Scenario:
 
 def load_scenario(name_or_path: str) -> Scenario:
     """A library scenario by name, or a script file by path."""
-    if name_or_path in list_scenarios():
-        return load_file(LIBRARY / f"{name_or_path}.yaml")
+    scripts = library()
+    if name_or_path in scripts:
+        return load_file(scripts[name_or_path])
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
         return load_file(name_or_path)
     raise ScenarioError(f"unknown scenario {name_or_path!r} (known: {', '.join(list_scenarios())}); "

@@ -15,9 +15,10 @@ actions from ``replica.core.actions``):
 - ``on_connection_closed(conn, now)``: a client went away; its parked requests are dropped.
 - ``on_timer(now)``: the time asked for by the last ``SetTimer`` has come.
 
-The three protocol generations (``era``) differ only in how a follower finds
-its truncation point and in epoch fencing; see ``_become_follower``,
-``_on_epoch_response`` and ``_on_fetch``.
+The protocol generations (``era``) differ in the rules of ``replica.core.eras``
+(one row per era), which ``self.rules`` holds: the epoch cache, how a follower
+finds its truncation point (``_become_follower``, ``_on_epoch_response``),
+epoch fencing, the epoch a new leader assigns, and ISR expansion.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from .. import protocol as P
 from .actions import (CONTROLLER, REMOTE_STORE, Append, Exit, Flush, Log, Reply, Send, SetTimer, Truncate,
                       WriteEpochCheckpoint, WriteOffsetCheckpoint)
 from .epoch_cache import UNDEFINED, EpochCache
-from .partition import Partition, RemoteReplica
-from .tiered import BUILDING_AUX, TIERED_APIS, TieredMixin
+from .eras import EpochLookup, rules
+from .partition import FetchState, Partition, RemoteReplica
+from .tiered import TIERED_APIS, TieredMixin
 from .validate import BadRequest, dispatch_request, from_cluster, get_int, get_str
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
@@ -73,8 +75,7 @@ class _ParkedProduce:
 class BrokerCore(TieredMixin):
     def __init__(self, broker_id: int, era: str, config: dict, host: str = "127.0.0.1",
                  port: int = 0, controller_address: list | None = None, cluster_secret: str | None = None):
-        if era not in P.ERAS:
-            raise ValueError(f"unknown era {era!r}")
+        self.rules = rules(era)          # ValueError for an unknown era
         self.id = broker_id
         self.era = era
         self.config = dict(config)
@@ -127,7 +128,7 @@ class BrokerCore(TieredMixin):
             hw = disk.get("hw")
             p.hw = min(max(hw if hw is not None else p.local_start, p.local_start), p.leo)
             p.flushed_to = p.leo
-            if self.era != "hw":
+            if self.rules.epoch_cache:
                 p.epoch_cache = EpochCache(disk.get("epoch_cache", []))
                 p.epoch_cache.truncate_from_end(p.leo + 1)
             self.partitions[p.key] = p
@@ -383,7 +384,7 @@ class BrokerCore(TieredMixin):
             max_size = max(P.record_size(r[3]) for r in records)
         if max_size > p.max_record_bytes:
             p.max_record_bytes = max_size
-        if self.era != "hw":
+        if self.rules.epoch_cache:
             latest = p.epoch_cache.latest_epoch()
             changed = False
             for r in records:
@@ -406,7 +407,7 @@ class BrokerCore(TieredMixin):
         if p.truncate(offset):
             self._out.append(Truncate(p.topic, p.partition, offset))
             self._log(f"{p.topic}-{p.partition}: truncated from leo {before} to {offset}")
-        if self.era != "hw" and p.epoch_cache.truncate_from_end(offset):
+        if self.rules.epoch_cache and p.epoch_cache.truncate_from_end(offset):
             self._write_epochs(p)
 
     def _write_epochs(self, p: Partition) -> None:
@@ -427,8 +428,8 @@ class BrokerCore(TieredMixin):
         return p
 
     def _epoch_fenced(self, conn: Any, corr: Any, p: Partition, message: dict) -> bool:
-        """Era ``epoch`` (KIP-320): reject requests from an older or newer leader epoch."""
-        if self.era != "epoch":
+        """Rule ``epoch_fencing`` (KIP-320): reject requests from an older or newer leader epoch."""
+        if not self.rules.epoch_fencing:
             return False
         current = get_int(message, "current_leader_epoch", default=P.NO_EPOCH_CHECK)
         if current == P.NO_EPOCH_CHECK or current == p.leader_epoch:
@@ -626,7 +627,7 @@ class BrokerCore(TieredMixin):
     def _maybe_expand_isr(self, p: Partition, replica_id: int, rem: RemoteReplica, now: int) -> None:
         if replica_id in p.isr or p.pending_isr is not None or rem.leo < p.hw:
             return
-        if self.era == "epoch" and rem.leo < p.leader_epoch_start_offset:
+        if self.rules.isr_needs_epoch_start and rem.leo < p.leader_epoch_start_offset:
             return
         self._log(f"{p.topic}-{p.partition}: expanding ISR {p.isr} with {replica_id} (leo {rem.leo} >= hw {p.hw})")
         self._alter_isr(p, p.isr + [replica_id], now)
@@ -698,13 +699,13 @@ class BrokerCore(TieredMixin):
 
     def _on_offsets_for_leader_epoch(self, conn: Any, corr: Any, message: dict, now: int) -> None:
         epoch = get_int(message, "leader_epoch")
-        if self.era == "hw":
-            self._reply(conn, corr, P.UNSUPPORTED_API, message="era hw has no leader epochs")
+        if self.rules.epoch_lookup is EpochLookup.NONE:
+            self._reply(conn, corr, P.UNSUPPORTED_API, message=f"era {self.era} has no leader epochs")
             return
         p = self._lookup(conn, corr, message)
         if p is None or self._epoch_fenced(conn, corr, p, message):
             return
-        if self.era == "kip101":
+        if self.rules.epoch_lookup is EpochLookup.SINGLE_ROUND:
             self._reply(conn, corr, None, leader_epoch=UNDEFINED,
                         end_offset=p.epoch_cache.kip101_end_offset(epoch, p.leo))
         else:
@@ -715,17 +716,17 @@ class BrokerCore(TieredMixin):
     def _follower_next(self, p: Partition, now: int) -> None:
         if p.role != "follower" or p.leader is None or p.inflight is not None or p.retry_at is not None:
             return
-        current = p.leader_epoch if self.era == "epoch" else P.NO_EPOCH_CHECK
+        current = p.leader_epoch if self.rules.epoch_fencing else P.NO_EPOCH_CHECK
         ctx = (p.key, p.leader, p.leader_epoch, p.leo)
-        if p.fetch_state == "truncating":
+        if p.fetch_state == FetchState.TRUNCATING:
             p.inflight = self._request(
                 p.leader, P.OFFSETS_FOR_LEADER_EPOCH,
                 {"topic": p.topic, "partition": p.partition, "leader_epoch": p.epoch_cache.latest_epoch(),
                  "current_leader_epoch": current, "replica_id": self.id},
                 ctx, now, self.socket_ms)
-        elif p.fetch_state == BUILDING_AUX:
+        elif p.fetch_state == FetchState.BUILDING_AUX:
             self._aux_next(p, now)
-        elif p.fetch_state == "fetching":
+        elif p.fetch_state == FetchState.FETCHING:
             p.inflight = self._request(
                 p.leader, P.FETCH,
                 {"topic": p.topic, "partition": p.partition, "offset": p.leo, "replica_id": self.id,
@@ -780,7 +781,7 @@ class BrokerCore(TieredMixin):
                 self._log(f"{p.topic}-{p.partition}: fetch offset {p.leo} below leader log start {leader_start}")
                 p.log_start = leader_start
                 self._reset_log(p, leader_start, now)
-                if self.era != "hw" and p.epoch_cache.entries:
+                if self.rules.epoch_cache and p.epoch_cache.entries:
                     p.epoch_cache = EpochCache()
                     self._write_epochs(p)
                 self._follower_next(p, now)
@@ -797,7 +798,7 @@ class BrokerCore(TieredMixin):
         p = self._follower_response_target(pending)
         if p is None:
             return
-        if p.fetch_state != "truncating":
+        if p.fetch_state != FetchState.TRUNCATING:
             self._follower_next(p, now)
             return
         if message.get("error") is not None:
@@ -810,7 +811,7 @@ class BrokerCore(TieredMixin):
         done = True
         if end == P.UNDEFINED_OFFSET:
             target = p.hw
-        elif self.era == "kip101":
+        elif self.rules.epoch_lookup is EpochLookup.SINGLE_ROUND:
             target = min(end, p.leo)
         else:
             f_epoch, f_end = p.epoch_cache.end_offset_for(leader_epoch, p.leo)
@@ -825,7 +826,7 @@ class BrokerCore(TieredMixin):
                   + ("" if done else ", ask again"))
         self._truncate(p, target)
         if done:
-            p.fetch_state = "fetching"
+            p.fetch_state = FetchState.FETCHING
         self._follower_next(p, now)
 
     # ------------------------------------------------------ controller traffic
@@ -914,11 +915,11 @@ class BrokerCore(TieredMixin):
     def _become_leader(self, p: Partition, now: int) -> None:
         self._abort_parked(p)
         p.role = "leader"
-        p.fetch_state, p.inflight, p.retry_at = "idle", None, None
+        p.fetch_state, p.inflight, p.retry_at = FetchState.IDLE, None, None
         p.pending_isr = p.pending_isr_corr = p.pending_isr_retry_at = None
         p.remotes = {r: RemoteReplica(last_caught_up_ms=now if r in p.isr else None)
                      for r in p.replicas if r != self.id}
-        if self.era == "epoch" and p.epoch_cache.assign(p.leader_epoch, p.leo):
+        if self.rules.assign_epoch_at_election and p.epoch_cache.assign(p.leader_epoch, p.leo):
             self._write_epochs(p)
         p.leader_epoch_start_offset = p.leo
         p.aux = None
@@ -935,21 +936,21 @@ class BrokerCore(TieredMixin):
         p.pending_isr = p.pending_isr_corr = p.pending_isr_retry_at = None
         p.inflight, p.retry_at = None, None
         if p.leader is None:
-            p.role, p.fetch_state = "none", "idle"
+            p.role, p.fetch_state = "none", FetchState.IDLE
             self._log(f"{p.topic}-{p.partition}: no leader in epoch {p.leader_epoch}")
             return
         p.role = "follower"
         self._log(f"{p.topic}-{p.partition}: follower of {p.leader} in epoch {p.leader_epoch} "
                   f"at leo {p.leo} hw {p.hw}")
         if p.aux is not None and p.aux.get("elo") is not None:
-            p.fetch_state = BUILDING_AUX   # the rebuild does not depend on the leader: go on
-        elif self.era == "hw" or p.epoch_cache.latest_epoch() == UNDEFINED:
+            p.fetch_state = FetchState.BUILDING_AUX   # the rebuild does not depend on the leader: go on
+        elif self.rules.truncate_to_hw or p.epoch_cache.latest_epoch() == UNDEFINED:
             p.aux = None
             self._truncate(p, p.hw)
-            p.fetch_state = "fetching"
+            p.fetch_state = FetchState.FETCHING
         else:
             p.aux = None
-            p.fetch_state = "truncating"
+            p.fetch_state = FetchState.TRUNCATING
         self._follower_next(p, now)
 
 

@@ -5,10 +5,10 @@ Inputs and outputs as for ``BrokerCore`` (``start``, ``on_request``,
 ``{replicas, leader, leader_epoch, isr, version}``; ``version`` grows by one on
 every change (ZooKeeper's zkVersion), ``leader_epoch`` on every leader change
 (including to "no leader"). A broker that registers again while its session
-is alive (a quick restart) keeps its ISR memberships in eras ``hw`` and
-``kip101`` (the KIP-101 seed scenarios assume this); in era ``epoch`` it is
-handled as a failure followed by a start (KIP-380 broker epochs, "bounced
-broker"). Every change is persisted (``Persist``) and pushed
+is alive (a quick restart) keeps its ISR memberships (the KIP-101 seed
+scenarios assume this), unless the era's rule ``bounced_broker_fails``
+(KIP-380 broker epochs, "bounced broker"; ``replica.core.eras``) handles it as
+a failure followed by a start. Every change is persisted (``Persist``) and pushed
 to the live brokers (``LeaderAndIsr``); a push that is not acknowledged is
 repeated in the next heartbeat answer (``sync``), so a broker behind a lossy
 link still converges.
@@ -21,6 +21,7 @@ from typing import Any
 from .. import config as cfg
 from .. import protocol as P
 from .actions import Log, Persist, Reply, Send, SetTimer
+from .eras import rules
 from .validate import BadRequest, dispatch_request, from_cluster, get_int, get_str
 
 
@@ -32,6 +33,7 @@ _BROKER_ONLY = frozenset({P.REGISTER, P.HEARTBEAT, P.ALTER_ISR, P.ISR_CHANGE_NOT
 
 class ControllerCore:
     def __init__(self, era: str, config: dict, address: list | None = None, cluster_secret: str | None = None):
+        self.rules = rules(era)          # ValueError for an unknown era
         self.era = era
         self.config = dict(config)
         self.address = address
@@ -241,7 +243,7 @@ class ControllerCore:
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         was_alive = self._alive(bid)
-        if was_alive and self.era == "epoch":
+        if was_alive and self.rules.bounced_broker_fails:
             # Kafka 2.x (KIP-380): a registration with a new broker epoch while the old
             # session lives means the broker bounced: handle its failure first, so it
             # leaves the ISRs and its partitions get a new leader and epoch.
@@ -250,7 +252,7 @@ class ControllerCore:
             self._broker_failed(bid, now)
         self.brokers[bid] = {"host": host, "port": port, "epoch": epoch, "alive": True,
                              "deadline": now + self._session_ms(), "sent": 0, "acked": 0}
-        self._log(f"broker {bid} registered ({'reconnect' if was_alive and self.era != 'epoch' else 'up'}) "
+        self._log(f"broker {bid} registered ({'reconnect' if was_alive and not self.rules.bounced_broker_fails else 'up'}) "
                   f"at {host}:{port}, "
                   f"epoch {epoch}")
         changed = self._elect_offline(now)

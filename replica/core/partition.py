@@ -10,12 +10,25 @@ the last one is active (never tiered, never deleted)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from itertools import islice
 
 from .. import storage as S
 from ..protocol import record_size
 from .epoch_cache import EpochCache
 
+
+
+class FetchState(str, Enum):
+    """Where a follower is in finding its truncation point and fetching (a leader: IDLE)."""
+
+    IDLE = "idle"
+    TRUNCATING = "truncating"                        # asking OffsetsForLeaderEpoch
+    FETCHING = "fetching"
+    BUILDING_AUX = "building_remote_log_aux"         # KIP-405: rebuilding the epoch cache from remote storage
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass
@@ -53,7 +66,7 @@ class Partition:
     pending_isr_corr: int | None = None
     pending_isr_retry_at: int | None = None
     # follower state
-    fetch_state: str = "idle"          # idle | truncating | fetching
+    fetch_state: FetchState = FetchState.IDLE
     inflight: int | None = None        # corr of the outstanding request to the leader
     retry_at: int | None = None
     # tiered storage (replica/core/tiered.py)
@@ -121,7 +134,7 @@ class Partition:
                 "leader": self.leader, "leader_epoch": self.leader_epoch,
                 "leo": self.leo, "hw": self.hw, "log_start": self.log_start,
                 "local_log_start": self.local_start, "remote_end": self.remote_end,
-                "fetch_state": self.fetch_state,
+                "fetch_state": str(self.fetch_state),
                 "isr": list(self.isr), "epoch_cache": self.epoch_cache.as_list()}
 
     def dump(self) -> dict:

@@ -36,9 +36,9 @@ from .. import protocol as P
 from .. import storage as S
 from .actions import CONTROLLER, REMOTE_STORE, DeleteSegments, ResetLog, Roll, WriteOffsetCheckpoint
 from .epoch_cache import EpochCache
-from .partition import Partition
+from .partition import FetchState, Partition
 
-BUILDING_AUX = "building_remote_log_aux"
+BUILDING_AUX = FetchState.BUILDING_AUX
 TIERED_APIS = (P.LIST_OFFSETS, P.LIST_REMOTE_SEGMENTS, P.PUT_REMOTE_SEGMENT, P.GET_OBJECT, P.PUT_OBJECT,
                P.DELETE_OBJECT)
 REMOTE_CACHE_SEGMENTS = 16
@@ -404,7 +404,7 @@ class TieredMixin:
         p.inflight = self._request(
             p.leader, P.LIST_OFFSETS,
             {"topic": p.topic, "partition": p.partition, "spec": "earliest_local",
-             "current_leader_epoch": p.leader_epoch if self.era == "epoch" else P.NO_EPOCH_CHECK,
+             "current_leader_epoch": p.leader_epoch if self.rules.epoch_fencing else P.NO_EPOCH_CHECK,
              "replica_id": self.id},
             (p.key, p.leader, p.leader_epoch, p.leo), now, self.socket_ms)
 
@@ -427,7 +427,7 @@ class TieredMixin:
         p.epoch_cache = EpochCache()
         self._write_epochs(p)
         p.aux = {"elo": elo, "elo_epoch": elo_epoch, "segment": None}
-        p.fetch_state = BUILDING_AUX
+        p.fetch_state = FetchState.BUILDING_AUX
 
     def _aux_next(self, p: Partition, now: int) -> None:
         """One request of BuildingRemoteLogAux: the metadata, then the epoch checkpoint."""
@@ -444,7 +444,7 @@ class TieredMixin:
 
     def _on_aux_response(self, p: Partition, pending, message: dict, now: int) -> None:
         aux = p.aux
-        if p.fetch_state != BUILDING_AUX or aux is None:
+        if p.fetch_state != FetchState.BUILDING_AUX or aux is None:
             self._follower_next(p, now)
             return
         error = message.get("error")
@@ -485,7 +485,7 @@ class TieredMixin:
         self._write_epochs(p)
         self._log(f"{p.topic}-{p.partition}: rebuilt epochs {cache.as_list()} up to ELO {aux['elo']}; fetching")
         p.aux = None
-        p.fetch_state = "fetching"
+        p.fetch_state = FetchState.FETCHING
         self._follower_next(p, now)
 
     # ------------------------------------------------------------ responses

@@ -96,7 +96,6 @@ SYSTEM = System(
                 "controller ctl + brokers n1..nN",
     options=KafkaOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS}),
-    faults=frozenset({"kill", "pause", "partition", "packet", "power", "corrupt"}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,

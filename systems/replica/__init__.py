@@ -65,7 +65,6 @@ SYSTEM = System(
     description="replica/: Kafka-style replicated log (eras hw, kip101, epoch), controller ctl + brokers n1..nN",
     options=ReplicaOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS}),
-    faults=frozenset({"kill", "pause", "partition", "power", "corrupt", "packet", "clock"}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,

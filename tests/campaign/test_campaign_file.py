@@ -13,6 +13,8 @@ import pytest
 from harness.campaign.matrix import derived_seed, expand
 from harness.campaign.spec import CampaignError, load_campaign, parse_duration
 
+pytestmark = pytest.mark.root
+
 REPO = Path(__file__).resolve().parents[2]
 
 BAD = [
@@ -147,7 +149,7 @@ def test_a_rule_can_judge_on_some_checkers(tmp_path):
     path.write_text("systems: [replica, nats]\neras: [epoch]\nnemesis: [kill]\n"
                     "expect: [{where: {system: nats}, verdict: valid, checkers: [log]}]\n")
     cells = {c.id: c for c in expand(load_campaign(path), "salt")}
-    assert cells["nats-kill"].checkers == ["log"] and cells["nats-kill"].era is None
+    assert cells["nats-kill"].checkers == ["log"] and cells["nats-kill"].variant is None
     assert cells["replica-epoch-kill"].checkers is None
     store = tmp_path / "run"
     store.mkdir()

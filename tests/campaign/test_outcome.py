@@ -10,6 +10,8 @@ import xmlschema
 from harness import junit
 from harness.campaign.outcome import cell_status, compare, exit_code
 
+pytestmark = pytest.mark.unit
+
 XSD = Path(__file__).parent / "junit-10.xsd"
 
 

@@ -16,7 +16,7 @@ import pytest
 from campaign_util import campaign_argv, campaign_env, campaign_folders, events, junit_schema, need_root
 
 # real campaigns: minutes on a loaded 2-core machine (the fixture runs inside the first test)
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.root, pytest.mark.timeout(1200)]
 
 
 FILE = """name: resume-t

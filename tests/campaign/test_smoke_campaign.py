@@ -15,7 +15,7 @@ import pytest
 from campaign_util import REPO, campaign_argv, campaign_env, campaign_folders, junit_schema, need_root
 
 # a real campaign: minutes on a loaded 2-core machine (the fixture runs inside the first test)
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = pytest.mark.timeout(1200)  # tiers: on each test (root, one browser)
 
 
 from harness.serve import make_server
@@ -35,6 +35,7 @@ def smoke(tmp_path_factory):
     return out, folders[-1], tmp
 
 
+@pytest.mark.root
 def test_smoke_exits_0(smoke):
     out, folder, _tmp = smoke
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -51,6 +52,7 @@ def _events(folder: Path) -> list[dict]:
     return [json.loads(x) for x in (folder / "events.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.browser
 def test_page_renders_and_links_every_run(smoke, browser):
     _out, folder, tmp = smoke
     page = browser.load((folder / "index.html").as_uri())
@@ -71,6 +73,7 @@ def test_page_renders_and_links_every_run(smoke, browser):
     assert facts["rows"] == 1 and facts["plot"] > 0
 
 
+@pytest.mark.root
 def test_junit_of_runs_scenarios_and_campaign_validate(smoke):
     _out, folder, tmp = smoke
     schema = junit_schema()
@@ -89,6 +92,7 @@ def test_junit_of_runs_scenarios_and_campaign_validate(smoke):
     assert props["seed"] == "1" and Path(props["store"]).is_dir()
 
 
+@pytest.mark.root
 def test_serve_the_store_root(smoke):
     _out, folder, tmp = smoke
     server = make_server(tmp / "store", 0)

@@ -4,7 +4,7 @@ import pytest
 
 from checkers import bench, bench_e2e, log_anomalies, replica_diff
 
-pytestmark = pytest.mark.timeout(1200)  # Spark jobs on a loaded 2-core machine
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]  # Spark jobs on a loaded 2-core machine
 
 
 def test_bench_drivers_agree_and_find_every_injected_kind(spark, tmp_path):

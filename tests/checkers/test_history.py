@@ -9,6 +9,8 @@ import pytest
 from checkers.history import HistoryError, read_history, write_edn, write_jsonl
 from tests.checkers.testdata import KNOSSOS
 
+pytestmark = pytest.mark.unit
+
 
 HARNESS_OPS = [
     {"index": 0, "time": 10, "process": 3, "type": "invoke", "f": "send", "value": [0, 17]},

@@ -19,6 +19,8 @@ from tests.checkers import log_dumps, log_histories
 from tests.checkers.synthetic_jsonl import write_history
 from tests.checkers.test_store import make_store
 
+pytestmark = pytest.mark.unit
+
 RUN = "/store/run"
 
 

@@ -17,7 +17,7 @@ from checkers.store import check_campaign, check_store
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store
 
-pytestmark = pytest.mark.timeout(1200)  # Spark jobs on a loaded 2-core machine
+pytestmark = pytest.mark.timeout(1200)  # Spark jobs on a loaded 2-core machine; tiers: on each test
 
 
 def interrupted_with_aborted_read():
@@ -33,7 +33,8 @@ def check(store, engine):
     return check_campaign([str(store)])[str(store)]
 
 
-@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.mark.parametrize("engine", [pytest.param("local", marks=pytest.mark.unit),
+                                    pytest.param("spark", marks=pytest.mark.spark)])
 def test_interrupted_run_is_unknown_with_the_reason(request, tmp_path, engine):
     if engine == "spark":
         request.getfixturevalue("spark")
@@ -49,7 +50,8 @@ def test_interrupted_run_is_unknown_with_the_reason(request, tmp_path, engine):
     assert "final reads did not complete" in diff["unknown"]["lost-acknowledged"]["reason"]
 
 
-@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.mark.parametrize("engine", [pytest.param("local", marks=pytest.mark.unit),
+                                    pytest.param("spark", marks=pytest.mark.spark)])
 def test_other_checks_still_report_what_they_find(request, tmp_path, engine):
     if engine == "spark":
         request.getfixturevalue("spark")
@@ -61,6 +63,7 @@ def test_other_checks_still_report_what_they_find(request, tmp_path, engine):
     assert log["unknown"]["unseen"]["count"] == 1
 
 
+@pytest.mark.unit
 def test_harness_check_exits_2_on_an_interrupted_store(tmp_path):
     store = make_store(tmp_path / "s", log_histories.interrupted().ops, log_dumps.agreeing())
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(store)],
@@ -69,6 +72,7 @@ def test_harness_check_exits_2_on_an_interrupted_store(tmp_path):
     assert "valid=unknown" in proc.stdout and "final reads did not complete" in proc.stdout
 
 
+@pytest.mark.unit
 def test_the_same_history_read_to_its_end_is_judged(tmp_path):
     """Control: with the final phase, the very same sends are unseen (exit 1)."""
     h = log_histories.interrupted()

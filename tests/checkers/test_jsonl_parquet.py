@@ -25,6 +25,8 @@ from tests.checkers.synthetic_jsonl import write_history
 from tests.checkers.test_history_stream import CASES
 from tests.checkers.testdata import KNOSSOS, TESTDATA
 
+pytestmark = pytest.mark.unit
+
 RUN = "/store/run"
 STORE = TESTDATA / "stores" / "hw-kill-seed11"
 

@@ -15,6 +15,8 @@ from checkers.history import read_history
 from checkers.linear import check_ops
 from tests.checkers.testdata import TESTDATA
 
+pytestmark = pytest.mark.unit
+
 EXPECTED = TESTDATA / "knossos" / "expected.tsv"
 
 

@@ -9,6 +9,8 @@ from checkers.history import write_jsonl
 from checkers.linear import check_file, check_ops
 from checkers.linear.local import check_ops as check_local
 
+pytestmark = pytest.mark.unit
+
 
 class H:
     """Builds a history: ``h.call(p, f, value, result, kind)`` or split invoke/complete."""

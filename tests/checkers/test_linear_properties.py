@@ -17,6 +17,9 @@ from tests.checkers.linear_histories import (
     log_histories,
     register_histories,
 )
+import pytest
+
+pytestmark = pytest.mark.unit
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.filter_too_much])

@@ -204,6 +204,7 @@ def _shortcut_keys(ops: list[dict]) -> set:
             and check_calls(Log(), calls)["valid"] is True}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_shortcut_equals_the_search(name):
     make, valid, shortcut, _on_spark = CASES[name]
@@ -225,6 +226,7 @@ SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
+@pytest.mark.unit
 @SETTINGS
 @given(st.integers(1, 3).flatmap(lambda p: log_histories(keys=2, processes=p, max_steps=30)),
        st.data())
@@ -239,6 +241,7 @@ def test_the_shortcut_equals_the_search_on_simulated_logs(ops, data):
     _agree_on_every_key(ops, "log")
 
 
+@pytest.mark.unit
 @SETTINGS
 @given(st.integers(1, 3).flatmap(lambda p: register_histories(cas=True, processes=p,
                                                               max_steps=24)), st.data())
@@ -298,6 +301,7 @@ def _unstepped_keys(ops: list[dict]) -> set:
     return out
 
 
+@pytest.mark.spark
 def test_spark_finds_the_keys_whose_sends_cannot_be_out_of_order(on_spark):
     _settled, _found, stepped, every = on_spark
     unstepped = {name: _unstepped_keys(CASES[name][0]().ops) for name in CASES}
@@ -307,6 +311,7 @@ def test_spark_finds_the_keys_whose_sends_cannot_be_out_of_order(on_spark):
         assert stepped[name] == every[name] - unstepped[name], name
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_spark_settles_exactly_the_sequential_keys_and_equals_local(on_spark, name):
     settled, found, _stepped, _every = on_spark

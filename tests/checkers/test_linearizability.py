@@ -19,6 +19,8 @@ from checkers.history import read_history
 from tests.checkers import log_histories
 from tests.checkers.synthetic_jsonl import write_history
 
+pytestmark = pytest.mark.unit
+
 LOST_OR_DIVERGENT = ("lost-write", "unseen", "read-then-lost", "inconsistent-offsets")
 
 

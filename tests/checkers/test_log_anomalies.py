@@ -5,6 +5,8 @@ import pytest
 from checkers import log_anomalies
 from tests.checkers import log_histories as histories
 
+pytestmark = pytest.mark.unit
+
 
 def found_types(result):
     return {name for name, n in result["counts"].items() if n}

@@ -6,6 +6,9 @@ second, expected kind).
 """
 
 from checkers import bench, log_anomalies, replica_diff
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def check(path):

@@ -2,6 +2,9 @@
 
 from checkers import replica_diff
 from tests.checkers import log_dumps, log_histories
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def found(result):

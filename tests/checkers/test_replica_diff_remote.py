@@ -3,6 +3,9 @@
 
 from checkers import replica_diff
 from replica.protocol import record_crc
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def rec(offset, epoch, value):

@@ -19,7 +19,7 @@ from tests.checkers import log_dumps, log_histories
 from tests.checkers.spark_cluster import StandaloneCluster
 from tests.checkers.test_store import make_store
 
-pytestmark = pytest.mark.timeout(1200)  # a cluster, a Spark job and local[2] on a loaded 2-core machine
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]  # a cluster, a Spark job and local[2] on a loaded 2-core machine
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = {"clean": (log_histories.clean, log_dumps.agreeing),

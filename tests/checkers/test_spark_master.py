@@ -16,6 +16,8 @@ from checkers.history import write_jsonl
 from checkers.spark_session import MASTER_CONNECT_TIMEOUT
 from tests.checkers.log_histories import clean
 
+pytestmark = pytest.mark.spark
+
 DEAD = "spark://127.0.0.1:1"  # loopback port 1: nothing listens there
 
 

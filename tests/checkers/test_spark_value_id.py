@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 TRICKY = ["0", "-0", "7", "-7", "007", "-007", "+7", " 7", "7 ", "\t7", "7\n", "7.0", "7.",
           ".7", "7.5", "1e3", "0x10", "-", "", "--1", "1-", "1_000", "\u0663", "\uff14\uff12",

@@ -10,6 +10,8 @@ from checkers.store import StoreError, check_store
 from harness import verdict
 from tests.checkers import log_dumps, log_histories
 
+pytestmark = pytest.mark.unit
+
 
 def make_store(root, ops, dumps, extra_nodes=()):
     root.mkdir(parents=True, exist_ok=True)

@@ -10,9 +10,10 @@ from harness import verdict
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store
 
-pytestmark = pytest.mark.timeout(1200)  # Spark jobs on a loaded 2-core machine
+pytestmark = pytest.mark.timeout(1200)  # Spark jobs on a loaded 2-core machine; tiers: on each test
 
 
+@pytest.mark.spark
 def test_spark_campaign_matches_local_on_a_partial_store_and_skips_a_bad_one(spark, tmp_path):
     dumps = {k: v for k, v in log_dumps.divergent().items() if k != "n3"}
     store = make_store(tmp_path / "s", log_histories.poll_skip().ops, dumps, extra_nodes=["n3"])
@@ -34,11 +35,13 @@ def test_spark_campaign_matches_local_on_a_partial_store_and_skips_a_bad_one(spa
     assert found[str(empty)]["valid"] == "unknown" and "no history" in found[str(empty)]["error"]
 
 
+@pytest.mark.unit
 def test_spark_engine_reports_a_store_without_history_before_starting_spark(tmp_path):
     with pytest.raises(StoreError, match="no history"):
         check_store(str(tmp_path), engine="spark")
 
 
+@pytest.mark.spark
 def test_spark_engine_reuses_parquet_until_the_history_changes(spark, tmp_path):
     store = make_store(tmp_path / "s", log_histories.lost_write().ops, log_dumps.agreeing())
     first = check_store(str(store), engine="spark")

@@ -14,6 +14,9 @@ from checkers.history import read_history
 from harness.cluster.docker import LABEL_RUN, docker_client
 
 from dockertest_util import REPO
+import pytest
+
+pytestmark = pytest.mark.docker
 
 FAULT_ARGS = ["--era", "epoch", "--nemesis", "kill,pause,partition", "--nemesis-interval", "3",
               "--time-limit", "15", "--rate", "50"]

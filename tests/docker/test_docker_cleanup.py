@@ -12,6 +12,9 @@ import textwrap
 from harness.cluster.docker import LABEL_RUN, cleanup_docker, docker_client
 
 from dockertest_util import REPO
+import pytest
+
+pytestmark = pytest.mark.docker
 
 CHILD = textwrap.dedent("""
     import sys, time

@@ -10,6 +10,8 @@ import pytest
 from harness.cluster.base import Remote
 from harness.cluster.docker import LABEL_RUN, docker_client
 
+pytestmark = pytest.mark.docker
+
 
 def test_hosts_are_containers_on_an_internal_network(cluster):
     client = docker_client()

@@ -11,6 +11,8 @@ from harness.remote.ssh import SshRemote, new_ed25519_key
 
 from dockertest_util import new_cluster
 
+pytestmark = pytest.mark.docker
+
 
 def _leftovers(run_id: str) -> list[str]:
     client = docker_client()

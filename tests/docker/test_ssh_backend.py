@@ -19,6 +19,8 @@ from nemesis.grudges import components
 
 from dockertest_util import RECORDS, REPO
 
+pytestmark = pytest.mark.docker
+
 
 @pytest.fixture(scope="module")
 def ssh_files(cluster, tmp_path_factory):

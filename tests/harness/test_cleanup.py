@@ -14,7 +14,7 @@ import pytest
 
 from hnetns_util import leftovers, needs_root, new_run_id
 
-pytestmark = [needs_root, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.root, needs_root, pytest.mark.timeout(120)]
 
 OWNER = r"""
 import sys, time

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.root, pytest.mark.timeout(60)]
 
 
 def harness(*args, cwd):

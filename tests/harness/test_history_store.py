@@ -9,6 +9,8 @@ import pytest
 from harness.history import HistoryWriter
 from harness.store import StoreError, create_run_dir, link_latest, validate_store
 
+pytestmark = pytest.mark.unit
+
 
 def test_history_is_flushed_op_by_op_and_dense(tmp_path):
     path = tmp_path / "history.jsonl"

@@ -16,7 +16,7 @@ from hnetns_util import leftovers, needs_root
 from hrun_util import harness_cmd, harness_env, read_history, run_harness
 
 pytest.importorskip("replica.client")
-pytestmark = [needs_root, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.root, needs_root, pytest.mark.timeout(300)]
 
 
 def start_run(tmp: Path, subnet: str) -> tuple[subprocess.Popen, Path]:

@@ -15,7 +15,7 @@ from nemesis import grudges
 from nemesis.network import Network
 from hnetns_util import leftovers, needs_root, new_run_id, tcp_probe
 
-pytestmark = [needs_root, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.root, needs_root, pytest.mark.timeout(120)]
 PORT = 8765
 
 

@@ -13,7 +13,7 @@ from hnetns_util import leftovers, needs_root
 from hrun_util import read_history, run_harness
 
 pytest.importorskip("replica.client")
-pytestmark = [needs_root, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.root, needs_root, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ import pytest
 from harness.spec import SpecError, build_spec, parse_settings
 from harness.spec import TestSpec as Spec
 
+pytestmark = pytest.mark.unit
+
 
 def test_file_then_flags(tmp_path):
     f = tmp_path / "s.yaml"

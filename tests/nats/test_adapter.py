@@ -8,6 +8,8 @@ from harness.sut import DefiniteError, IndefiniteError
 from systems.nats.db import NatsMissing
 from tests.nats.natsutil import NatsCluster, need_root, until
 
+pytestmark = pytest.mark.root
+
 SUBNET = "10.221.1.0/24"
 
 

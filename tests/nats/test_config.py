@@ -7,6 +7,8 @@ import pytest
 
 from systems.nats.config import NodeAddress, check_settings, render
 
+pytestmark = pytest.mark.unit
+
 NODES = [NodeAddress("n1", "10.221.0.11"), NodeAddress("n2", "10.221.0.12"), NodeAddress("n3", "10.221.0.13")]
 
 

@@ -5,6 +5,9 @@ offsets, or unseen, each with its acknowledging op; the new writes reuse the
 old offsets, so inconsistent-offsets too)."""
 from tests.nats.kill_restart import run_once
 from tests.nats.natsutil import need_root
+import pytest
+
+pytestmark = pytest.mark.root
 
 
 def test_memory_storage_one_replica_loses_acknowledged_writes(tmp_path):

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from tests.harness.hrun_util import run_harness
 from tests.nats.natsutil import need_root
+import pytest
+
+pytestmark = pytest.mark.root
 
 
 def _store(out: subprocess.CompletedProcess) -> Path:

@@ -14,6 +14,8 @@ from harness.sut import HostPlan, Unsupported
 from nemesis.clock import CLOCK_FAULT, LIBS, parse_start, preflight
 from nemesis.fault import FaultArgError, FaultEnv, Target
 
+pytestmark = pytest.mark.root
+
 PROBE = """
 import json, os, time, asyncio
 async def main():

@@ -11,6 +11,8 @@ import pytest
 from nemesis.corrupt import SOURCE, parse_start
 from nemesis.fault import FaultArgError
 
+pytestmark = pytest.mark.unit
+
 
 def corrupt(arg: dict) -> dict:
     out = subprocess.run([sys.executable, "-c", SOURCE, json.dumps(arg)], capture_output=True, text=True, check=True)

@@ -14,6 +14,8 @@ import pytest
 
 from nemesis.clock import LIBS
 
+pytestmark = pytest.mark.root
+
 REPO = Path(__file__).resolve().parents[2]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (unshare -m, netns backend)")
 

@@ -5,6 +5,9 @@ import random
 from harness.sut import HostPlan
 from nemesis.fault import View, choose_nodes
 from nemesis.kill import KILL
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_store_host_is_a_kill_target_and_the_controller_is_not():

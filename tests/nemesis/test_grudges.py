@@ -8,6 +8,9 @@ import networkx as nx
 from hypothesis import given, settings, strategies as st
 
 from nemesis import grudges
+import pytest
+
+pytestmark = pytest.mark.unit
 
 sizes = st.integers(min_value=3, max_value=6)
 seeds = st.integers(min_value=0, max_value=2**32)

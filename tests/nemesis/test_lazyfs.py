@@ -15,8 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/fuse"),
-                                reason="lazyfs needs root and /dev/fuse (scripts/setup.sh installs fuse3)")
+pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/fuse"),
+                                reason="lazyfs needs root and /dev/fuse (scripts/setup.sh installs fuse3)")]
 
 
 def mounted(path: Path) -> bool:

@@ -20,6 +20,8 @@ from nemesis.packet import CHAIN, PACKET, SHAPER, netem_args, parse_start
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 from hnetns_util import leftovers, needs_root, new_run_id, tcp_probe  # noqa: E402
 
+pytestmark = pytest.mark.root
+
 PORT = 7070
 SERVER = f"import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); " \
          f"s.bind(('0.0.0.0', {PORT})); s.listen(64)\nwhile True: s.accept()[0].close()"

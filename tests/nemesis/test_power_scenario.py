@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.root
+
 REPO = Path(__file__).resolve().parents[2]
 
 

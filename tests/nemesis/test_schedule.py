@@ -14,6 +14,9 @@ from nemesis.fault import FaultEnv
 from nemesis.nemesis import Nemesis
 from nemesis.network import Network
 from nemesis.schedule import random_steps
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 class RecordingDb:

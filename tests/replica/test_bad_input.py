@@ -10,6 +10,8 @@ import pytest
 from replica.storage import partition_dir_name, segment_file_name, value_crc
 from replica.wire import encode_frame, read_frame
 
+pytestmark = pytest.mark.root
+
 TOPIC = "log"
 
 

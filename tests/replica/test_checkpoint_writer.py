@@ -4,6 +4,9 @@ write, unchanged content skipped, and a failed write retried by the next one."""
 import os
 
 from replica import storage as S
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def test_writes_in_order_and_skips_unchanged(tmp_path):

@@ -14,6 +14,8 @@ import pytest
 from replica.client import Client, DefiniteError, IndefiniteError
 from replica.wire import RequestError, serve_connection
 
+pytestmark = pytest.mark.unit
+
 
 class Scripted:
     """A one-broker cluster on loopback whose Produce/Fetch behaviour a test sets."""

@@ -12,6 +12,7 @@ import pytest
 from cluster_fixture import REPO, free_port
 from replica.client import ClientError
 
+
 TOPIC = "log"
 
 
@@ -32,6 +33,7 @@ async def posing_follower(address, replica_id, offset, stop: asyncio.Event):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.root
 def test_a_client_posing_as_followers_does_not_commit_writes(local_cluster):
     """Both real followers are stopped; a client fetches as replicas 2 and 3 at
     the leader's LEO. The acks=all write must not be acknowledged (the HW stays)."""
@@ -68,6 +70,7 @@ def test_a_client_posing_as_followers_does_not_commit_writes(local_cluster):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.root
 def test_controller_and_brokers_refuse_cluster_requests_without_the_secret(local_cluster):
     cluster = local_cluster(brokers=2)
 
@@ -98,6 +101,7 @@ def test_controller_and_brokers_refuse_cluster_requests_without_the_secret(local
     assert after["isr"] == before["isr"] and after["leader"] == before["leader"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("secret", [None, ""])
 def test_processes_refuse_to_start_without_a_secret(tmp_path, secret):
     argv = [sys.executable, "-m", "replica.controller", "--listen", f"127.0.0.1:{free_port()}",

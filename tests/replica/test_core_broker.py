@@ -7,6 +7,9 @@ from replica import config as cfg
 from replica import protocol as P
 from replica.core import actions as A
 from replica.core.broker import BrokerCore
+import pytest
+
+pytestmark = pytest.mark.unit
 
 PART = {"topic": "log", "partition": 0}
 

@@ -6,6 +6,8 @@ import pytest
 
 from replica import config as cfg
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults_per_era():
     assert cfg.defaults("hw")["replica.lag.time.max.ms"] == 10000

@@ -5,6 +5,9 @@ from replica import config as cfg
 from replica import protocol as P
 from replica.core import actions as A
 from replica.core.controller import ControllerCore
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def replies(actions):

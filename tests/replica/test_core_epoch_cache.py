@@ -1,6 +1,9 @@
 """The leader epoch cache lookups of the two epoch generations."""
 
 from replica.core.epoch_cache import UNDEFINED, EpochCache
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def test_assign_ignores_older_epochs_and_replaces_conflicting_entries():

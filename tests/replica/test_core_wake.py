@@ -7,6 +7,9 @@ from hypothesis import given, settings, strategies as st
 from replica import config as cfg
 from replica import protocol as P
 from replica.core.broker import BrokerCore
+import pytest
+
+pytestmark = pytest.mark.unit
 
 PART = {"topic": "log", "partition": 0}
 

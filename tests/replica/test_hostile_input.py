@@ -16,6 +16,8 @@ from cluster_fixture import read_partition
 from replica.client import DefiniteError
 from replica.wire import MAX_FRAME_BYTES, encode_frame, read_frame
 
+pytestmark = pytest.mark.root
+
 TOPIC = "log"
 MiB = 1 << 20
 

@@ -25,6 +25,8 @@ from replica.storage import (
     read_leader_epoch_checkpoint, read_offset_checkpoint, value_crc,
 )
 
+pytestmark = pytest.mark.root
+
 TOPIC = "log"
 PARTITIONS = 3
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -11,6 +11,8 @@ import pytest
 
 from replica.sim import explore
 
+pytestmark = pytest.mark.unit
+
 # Printed (shrunk) by `python -m replica.sim.explore --era hw --schedules 1000 --seed 1`
 # with an earlier version of the schedule generator: a follower restarts before any HW
 # checkpoint exists, truncates to HW 0, and is elected when the leader's session expires.

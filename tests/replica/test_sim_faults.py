@@ -6,6 +6,8 @@ import pytest
 from replica import protocol as P
 from replica.sim import CTL, Simulator
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("era", ["hw", "kip101", "epoch"])
 def test_isolated_leader_cannot_acknowledge_acks_all(era):

@@ -5,6 +5,8 @@ import pytest
 from replica import protocol as P
 from replica.sim import Simulator
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("era", ["hw", "kip101", "epoch"])
 def test_lagging_follower_leaves_isr_within_one_and_a_half_lag_and_rejoins(era):

@@ -10,6 +10,9 @@ from replica.core.tiered import BUILDING_AUX, object_keys
 from replica.sim import Simulator
 from replica.sim.disk import SimDisk
 from replica.sim.simulator import CTL, STORE
+import pytest
+
+pytestmark = pytest.mark.unit
 
 A, B = 1, 2
 FAST = {"broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500, "replica.lag.time.max.ms": 2000,

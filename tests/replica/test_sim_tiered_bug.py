@@ -12,6 +12,9 @@ import yaml
 
 from replica.sim import explore
 from replica.sim.emit import scenario_text
+import pytest
+
+pytestmark = pytest.mark.unit
 
 RECORDED = {"era": "epoch", "seed": 1000728, "tiered": True, "skip_aux": True,
             "trace": [["lag", 1], ["produce", 0, 9], ["wait", 2000], ["crash", "leader"],

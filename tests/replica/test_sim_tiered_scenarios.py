@@ -17,6 +17,9 @@ from replica.core.tiered import BUILDING_AUX
 from replica.sim import Simulator
 from replica.sim.disk import SimDisk
 from replica.sim.simulator import CTL, STORE
+import pytest
+
+pytestmark = pytest.mark.unit
 
 NEVER_MS = 10 ** 9
 A, B, C, D = 1, 2, 3, 4

@@ -11,6 +11,8 @@ import pytest
 from replica import protocol as P
 from replica.sim import Simulator
 
+pytestmark = pytest.mark.unit
+
 ERAS = ["hw", "kip101", "epoch"]
 CKPT = "replication-offset-checkpoint"
 

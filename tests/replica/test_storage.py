@@ -11,6 +11,8 @@ from replica.storage import (
     parse_partition_dir_name, partition_dir_name, read_segment_file, segment_file_name, value_crc,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def seg_files(path):
     return sorted(n for n in os.listdir(path) if n.endswith(".log"))

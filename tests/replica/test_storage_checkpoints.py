@@ -9,6 +9,8 @@ from replica.storage import (
     write_leader_epoch_checkpoint, write_offset_checkpoint,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_offset_checkpoint_exact_bytes_and_round_trip(tmp_path):
     path = str(tmp_path / "replication-offset-checkpoint")

@@ -18,6 +18,9 @@ from urllib.parse import quote
 from replica import storage as S
 from replica.client import ClientError
 from replica.remote_store import StoreClient
+import pytest
+
+pytestmark = pytest.mark.root
 
 TOPIC = "log"
 TIERED = {"remote.storage.enable": True, "log.segment.bytes": 100, "local.retention.bytes": 0,

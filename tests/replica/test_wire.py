@@ -10,6 +10,8 @@ from replica.wire import (
     read_frame, serve_connection, write_frame,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_encode_decode_round_trip():
     frame = encode_frame({"api": "Metadata", "corr": 1, "topics": ["log"], "v": "é"})

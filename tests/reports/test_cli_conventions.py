@@ -17,6 +17,8 @@ import edn_format
 import pytest
 from reports_synthetic import make_store
 
+pytestmark = pytest.mark.root
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 import reports
+import pytest
+
+pytestmark = pytest.mark.browser
 
 
 def test_hw_data_loss_report_shows_the_counterexample_view(browser, hw_data_loss_runs, screenshot_dir):

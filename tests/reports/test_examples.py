@@ -7,6 +7,8 @@ import pytest
 
 from harness.spec import build_spec
 
+pytestmark = pytest.mark.unit
+
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
 
 

@@ -9,6 +9,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+import pytest
+
+pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 KNOSSOS = REPO / "tests" / "data" / "knossos"

@@ -16,6 +16,8 @@ from reports_synthetic import make_store
 
 import reports
 
+pytestmark = pytest.mark.browser
+
 PAGE_FACTS = """(() => {
   const imgs = [...document.querySelectorAll('img.plot')];
   return {
@@ -137,7 +139,7 @@ def test_index_sorts_and_filters(browser, store_root, built, screenshot_dir):
         facts = browser.evaluate(page, f"{rows}.map(r => [r.cells[1].innerText, r.querySelector('td.duration').innerText, r.querySelector('td.rerun').innerText])")
         for era, duration, command in facts:
             assert float(duration) > 1, facts  # seconds to the last op of the history
-            assert command.startswith(f"harness run --era {era} --time-limit "), facts
+            assert command.startswith(f"harness run --variant {era} --time-limit "), facts
         browser.screenshot(page, screenshot_dir / "index.png")
         assert browser.errors(page) == []
     finally:

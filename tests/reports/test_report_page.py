@@ -12,6 +12,8 @@ from reports_synthetic import make_store
 
 import reports
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def lossy_page(lossy_report) -> tuple[Page, str]:

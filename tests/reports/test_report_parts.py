@@ -7,6 +7,9 @@ from reports.diff_grid import build_grid, replica_logs
 from reports.ops import fault_intervals, fault_table, pair_ops
 from reports.replica_plots import partition_series
 from reports.grudges import parse_grudge
+import pytest
+
+pytestmark = pytest.mark.unit
 
 
 def _line(i, t, p, kind, f, value=None):

@@ -19,6 +19,9 @@ from reports_synthetic import make_store
 
 import reports
 from reports.ops_table import ROW_BUDGET
+import pytest
+
+pytestmark = pytest.mark.browser
 
 SCALE_OPS = int(os.environ.get("REPORT_SCALE_OPS", "300000"))  # 1000000 for the acceptance figure
 MAX_BYTES = 20 * 1024 * 1024

@@ -18,6 +18,9 @@ from pathlib import Path
 from reports_browser import extra_stores
 
 import reports
+import pytest
+
+pytestmark = pytest.mark.browser
 
 ROWS = """[...document.querySelectorAll('tr.story-row')].map(r => ({
   key: r.dataset.key, offset: r.dataset.offset, value: r.dataset.value, kind: r.className,

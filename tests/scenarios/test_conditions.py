@@ -8,6 +8,8 @@ from hypothesis import given, strategies as st
 from nemesis.scenarios import conditions as c
 from nemesis.scenarios import roles
 
+pytestmark = pytest.mark.unit
+
 LAYOUT = roles.Layout(nodes=3, keys=2, replication_factor=3, roles={"controller": "ctl"})
 
 

@@ -12,6 +12,8 @@ from harness import store as run_store
 from nemesis.scenarios import load_scenario, results
 from systems.replica.inspector import log_events
 
+pytestmark = pytest.mark.unit
+
 
 def events(store):
     return log_events(store / "nodes" / "n1" / "broker.log", "n1") + \

@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 pytest.importorskip("replica.client")
-pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
               pytest.mark.timeout(240)]
 
 
@@ -121,9 +121,9 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
     bad.write_text("name: bad\nsteps:\n  - write: 1\n  - explode: n1\n")
     for args, text in ((["--file", bad, "--era", "hw"], "step 2: unknown step 'explode'"),
                        (["no-such-scenario", "--era", "hw"], "unknown scenario 'no-such-scenario'"),
-                       (["hw-data-loss", "--era", "kafka3"], "--era 'kafka3'"),
+                       (["hw-data-loss", "--era", "kafka3"], "--variant 'kafka3'"),
                        (["fast-failover", "--era", "hw", "--expect", "--subnet", "10.215.3.0/24"],
-                        "declares no verdict for era hw")):
+                        "declares no verdict for variant hw")):
         out = harness(tmp_path, *args)
         assert out.returncode == 2, (args, out.stderr)
         assert text in out.stderr.strip().splitlines()[-1], out.stderr

@@ -13,7 +13,7 @@ import pytest
 
 from tests.scenarios.test_scenario_e2e import harness, leftovers, run_dir
 
-pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+pytestmark = [pytest.mark.root, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
               pytest.mark.timeout(300)]
 
 

@@ -1,0 +1,45 @@
+"""results.json has one reader and one writer (harness/store.py): no other module
+names the file, so its location and its tolerant reading are decided once; and the
+verdict lattice (false > unknown > true) is `checkers.checker.merge_valid`."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from checkers.checker import merge_valid
+from tests.architecture.test_imports import modules
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+OWNER = "harness.store"
+STORE_FILES = ("results.json", "scenario-results.json")
+
+
+def _names_the_file(path: Path) -> list[int]:
+    """Lines of string constants that are a store file's name (docstrings are prose, not paths)."""
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and node.value.rsplit("/", 1)[-1] in STORE_FILES]
+
+
+def test_only_the_store_module_names_results_json():
+    found = {mod: lines for mod, path in modules().items() if mod != OWNER and (lines := _names_the_file(path))}
+    assert found == {}, "use harness.store.read_results / has_results / RESULTS"
+    assert _names_the_file(modules()[OWNER])  # the check can fail: the owner does name it
+
+
+@pytest.mark.parametrize("verdicts, merged", [
+    ([], True), ([True, True], True), ([True, "unknown"], "unknown"), (["unknown", False, True], False),
+    ([None], "unknown"), ([False], False),
+])
+def test_merge_valid_is_the_lattice_false_unknown_true(verdicts, merged):
+    assert merge_valid(verdicts) is merged if isinstance(merged, bool) else merge_valid(verdicts) == merged
+    assert merge_valid(reversed(verdicts)) == merged  # order does not matter

@@ -1,0 +1,43 @@
+"""Test tiers are declared, not guessed: a test with no tier marker, or two, stops
+the collection with one line (tests/conftest.py), so `pytest -m unit` selects
+exactly the tests that say they are unit tests."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+CONFTEST = "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n"
+
+
+def collect(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_some.py").write_text("import pytest\n\n" + body)
+    return subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider",
+                           "-m", "unit", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def test_a_test_without_a_tier_stops_the_collection(tmp_path):
+    out = collect(tmp_path, "def test_a():\n    pass\n")
+    assert out.returncode == 4
+    assert "do not declare exactly one tier" in out.stderr and "test_some.py::test_a (none)" in out.stderr
+
+
+def test_a_test_with_two_tiers_stops_the_collection(tmp_path):
+    out = collect(tmp_path, "pytestmark = pytest.mark.unit\n\n@pytest.mark.spark\ndef test_a():\n    pass\n")
+    assert out.returncode == 4 and "(spark, unit)" in out.stderr
+
+
+def test_a_declared_tier_is_what_minus_m_selects(tmp_path):
+    out = collect(tmp_path, "@pytest.mark.unit\ndef test_a():\n    pass\n\n"
+                            "@pytest.mark.spark\ndef test_b():\n    pass\n")
+    assert out.returncode == 0, out.stderr
+    assert "test_some.py::test_a" in out.stdout and "test_b" not in out.stdout
