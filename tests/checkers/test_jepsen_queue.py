@@ -106,6 +106,7 @@ def test_a_queue_history_with_keyword_keys_is_a_one_line_error(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1 and "integer keys" in out.stderr
 
 
+@pytest.mark.spark
 def test_the_spark_engine_agrees_on_the_edn_file(spark):
     local = check_history_file(str(HISTORY))
     remote = check_history_file(str(HISTORY), engine="spark")

@@ -10,7 +10,8 @@ from nemesis.scenarios.script import ScenarioError, load_scenario, parse
 from systems.kafka import SYSTEM, plan_roles
 from systems.kafka import settings as names
 from systems.kafka.config import render, topic_config
-from systems.kafka.events import log_events
+from systems.kafka.events import story_events
+from systems.kafka.inspector import KafkaInspector
 
 pytestmark = pytest.mark.unit
 DATA = Path(__file__).resolve().parents[1] / "data" / "kafka"
@@ -56,17 +57,25 @@ def test_properties_per_role_and_the_topic_settings_apart():
                                                "internal.segment.bytes": 16384, "flush.messages": 1}
 
 
-def test_events_from_a_kafka_41_broker_log():
-    events = log_events(DATA / "kafka-4.1-events.log", "n2")
-    kinds = [(e["event"], e["key"]) for e in events]
-    assert ("isr-shrink", 0) in kinds and ("isr-expand", 0) in kinds
-    shrink = next(e for e in events if e["event"] == "isr-shrink")
-    assert shrink["out"] and set(shrink["out"]).isdisjoint(shrink["isr"])
-    truncations = [e for e in events if e["event"] == "truncate"]
-    assert truncations and all(e["to"] >= 0 for e in truncations)
+def test_events_from_the_logs_of_a_kafka_41_unclean_election():
+    """tests/data/kafka/events: the lines of a real kafka-unclean-election run
+    (unclean-on) that the readers look at: the controller's partition changes
+    (DEBUG) and the brokers' leadership, recovery and truncation lines."""
+    inspector = KafkaInspector(None)
+    events = {n: inspector.events(DATA / "events" / n, n) for n in ("n1", "n2", "n3")}
+    kinds = {(e["event"], e["node"]) for evs in events.values() for e in evs}
+    assert {("isr-shrink", "n2"), ("isr-expand", "n1"), ("truncate", "n2"), ("truncate", "n3")} <= kinds
+    assert all(set(e["out"]).isdisjoint(e["isr"]) for evs in events.values() for e in evs
+               if e["event"] == "isr-shrink")
+    assert [e["to"] for e in events["n2"] if e["event"] == "truncate"] == [10]
     # A fetcher truncation that the log says removed nothing is no event.
-    assert not any(e["event"] == "truncate" and e.get("reason", "").startswith("local high watermark 0")
-                   for e in events)
+    assert not any(e["event"] == "truncate" and "high watermark 0" in e.get("reason", "")
+                   for evs in events.values() for e in evs)
+    story = story_events(DATA / "events")
+    unclean = [e for e in story if e["kind"] == "elect" and "unclean" in e["text"]]
+    assert [(e["leader"], e["epoch"]) for e in unclean] == [("n1", 3)]
+    truncated = [e for e in story if e["kind"] == "truncate"]
+    assert {(e["node"], e["leo"], e["to"]) for e in truncated} == {("n2", 30, 10), ("n3", 30, 10)}
 
 
 def test_the_kafka_scenarios_name_their_own_variants():
