@@ -105,3 +105,22 @@ def test_scenario_over_the_ssh_backend_finds_the_hw_data_loss(cluster, tmp_path)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["step_error"] is None
     assert out["scenario"]["as_expected"] is True, out
+
+
+def test_docker_backend_runs_kafka(docker_ready, tmp_path):
+    """Kafka's brokers in containers: the node image's Java runs this machine's
+    jars (uploaded once per container), every broker's dump is read in its
+    container, and the run is valid."""
+    rc, out = _harness(["--sut", "kafka", "--backend", "docker", "--seed", "12", "--store", str(tmp_path),
+                        "--nemesis", "kill,partition", "--nemesis-interval", "4", "--time-limit", "20",
+                        "--rate", "50"])
+    store = _store(tmp_path)
+    assert rc == 0, out[-3000:]
+    results = json.loads((store / "results.json").read_text())
+    assert results["valid"] is True and results["checkers"]["replica-diff"]["valid"] is True
+    for n in ("n1", "n2", "n3"):
+        dump = json.loads((store / "nodes" / n / "dump.json").read_text())
+        assert {p["partition"] for p in dump["partitions"]} == {0, 1, 2}
+        assert (store / "nodes" / n / "kafka.log").stat().st_size > 0
+    run_id = json.loads((store / "test.json").read_text())["run_id"]
+    assert docker_client().containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
