@@ -63,7 +63,8 @@ def test_power_corrupt_and_packet_faults_run_on_kafka(tmp_path):
 
 
 def _jvms(marker: str) -> list[str]:
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    """Kafka JVMs whose command line names marker (-ww: whole lines, whatever COLUMNS says)."""
+    ps = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True).stdout
     return [l for l in ps.splitlines() if "kafka.Kafka" in l and marker in l]
 
 
@@ -79,17 +80,23 @@ def test_sigkill_then_cleanup_leaves_no_jvm_mount_namespace_or_rule(tmp_path):
     while time.monotonic() < deadline:
         running = [d for d in (tmp_path / "s").glob("*/*") if d.is_dir() and not d.is_symlink()]
         hist = running[0] / "history.jsonl" if running else None
-        if hist is not None and hist.exists() and '"nemesis"' in hist.read_text():
-            store = running[0]
-            break
-        assert proc.poll() is None, proc.communicate()
+        if hist is not None and hist.exists():
+            ops = [json.loads(line) for line in hist.read_text().splitlines() if line.strip()]
+            if sum(o["type"] == "ok" for o in ops) > 20 and any(o["process"] == "nemesis" for o in ops):
+                store = running[0]
+                break
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended early: {proc.communicate()[1][-2000:]}")
         time.sleep(0.5)
-    assert store is not None, "the run did not get to its first fault"
+    if store is None:
+        proc.kill()
+        raise AssertionError("the run did not get to its first fault")
     run_id = json.loads((store / "test.json").read_text())["run_id"]
     work = str(tmp_path / "work" / run_id)
-    assert _jvms(work), "the run's brokers must be running before the kill"
+    running_jvms = _jvms(work)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
+    assert running_jvms, "the run's brokers must be running before the kill"
     assert leftovers(run_id) and _jvms(work)
     out = run_harness(tmp_path, "cleanup")
     assert out.returncode == 0, out
