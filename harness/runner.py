@@ -212,6 +212,8 @@ class Run:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
                 self.progress.message("tearing down")
+                if error and cluster is not None:
+                    self._collect_after_error()
                 self._release_faults()
                 if cluster is not None:
                     cluster.destroy()
@@ -235,6 +237,23 @@ class Run:
         run_store.link_latest(self.store)
         log.close()
         return rc
+
+    def _collect_after_error(self) -> None:
+        """A run that failed (a node that never came up, a system that never got
+        ready) still leaves the nodes' logs in the store: they say why. Best effort:
+        the processes are stopped first, and nothing here may hide the error."""
+        db = getattr(self, "db", None)
+        if db is None:
+            return
+        try:
+            db.teardown()
+            for node in db.hosts:
+                try:
+                    db.collect(node, run_store.node_dir(self.store, node))
+                except Exception:
+                    pass
+        except Exception as e:
+            self.progress.message(f"could not collect the nodes' logs: {type(e).__name__}: {e}")
 
     def _fault_table(self) -> dict:
         """The run's faults as the history names them, for the reports: {fault: {start, stop, colour}}."""

@@ -35,6 +35,7 @@ PROPS = "server.properties"
 LOG4J = "log4j2.properties"
 LOG = "kafka.log"
 SEGMENTS_PY = Path(__file__).resolve().with_name("segments.py")
+STARTED = "Kafka Server started"   # KafkaRaftServer's line once a node (broker or controller) is up
 BROKER_HEAP = "512m"
 CONTROLLER_HEAP = "256m"
 # Two cores run four JVMs: the serial collector keeps each JVM to one GC thread.
@@ -171,6 +172,27 @@ class KafkaDb(NodeDaemons):
         self.install()
         for n in self.hosts:
             self.start(n)
+        self.wait_started()
+
+    def wait_started(self, timeout: float = 180.0) -> None:
+        """Until every node logged that it started (a JVM takes 10 s on an idle
+        2-core machine and minutes on a loaded one; the workload's own 60 s for
+        creating the log then starts from a cluster that is up). A node whose
+        process exited ends the wait at once (startup_problem says why)."""
+        import time
+
+        pending = set(self.hosts)
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for node in sorted(pending):
+                done = self.cluster.remotes[node].run(
+                    ["grep", "-q", "-F", STARTED, self.log_path(node)], check=False).returncode == 0
+                if done:
+                    pending.discard(node)
+            if pending and self.startup_problem():
+                return
+            if pending:
+                time.sleep(0.5)
 
     # -- processes -----------------------------------------------------------
     def _java(self, node: str, heap: str) -> list[str]:
