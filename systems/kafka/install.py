@@ -48,7 +48,13 @@ def ensure_jars(version: str) -> Path:
                           capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not any(tmp.glob(f"kafka_2.13-{version}.jar")):
         shutil.rmtree(tmp, ignore_errors=True)
-        why = next((ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln), "")
+        try:
+            out.parent.rmdir()   # no empty folder for a version that does not exist
+        except OSError:
+            pass
+        text = proc.stdout + proc.stderr
+        m = re.search(r"Could not find artifact (\S+)", text)
+        why = m.group(0) if m else next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), "")
         raise KafkaUnavailable(f"Maven Central does not serve Kafka {version} (org.apache.kafka:kafka_2.13:"
                                f"{version}){': ' + why[:160] if why else ''}; pick a served version, e.g. "
                                f"--option version=4.1.1")

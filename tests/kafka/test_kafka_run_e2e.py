@@ -103,3 +103,19 @@ def test_sigkill_then_cleanup_leaves_no_jvm_mount_namespace_or_rule(tmp_path):
     assert leftovers(run_id) == [] and _jvms(work) == []
     assert work not in Path("/proc/mounts").read_text()
     assert not Path(work).exists()
+
+
+def test_bad_kafka_input_is_one_line_exit_2_before_any_host(tmp_path):
+    """A misspelt setting, a version Maven Central does not serve, a pre-KRaft
+    version: one line naming the fix, exit 2, no run record or host left."""
+    cases = [(["--set", "segmnt.bytes=1048576"], "did you mean 'segment.bytes'"),
+             (["--option", "version=4.1.99"], "Maven Central does not serve Kafka 4.1.99"),
+             (["--option", "version=3.9.0"], "use 4.0.0 or later"),
+             (["--nemesis", "clock"], "does not support 'fault clock'")]
+    for args, text in cases:
+        out = run_harness(tmp_path, "run", "--sut", "kafka", "--time-limit", "5", "--store", tmp_path / "s",
+                          *args, timeout=300)
+        errors = [line for line in out.stderr.splitlines() if line.startswith("harness: error:")]
+        assert out.returncode == 2 and len(errors) == 1 and text in errors[0], (args, out.stderr[-2000:])
+        assert not list((tmp_path / "runs").glob("*.json"))
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
