@@ -53,8 +53,8 @@ def ensure_jars(version: str) -> Path:
         except OSError:
             pass
         text = proc.stdout + proc.stderr
-        m = re.search(r"Could not find artifact (\S+)", text)
-        why = m.group(0) if m else next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), "")
+        why = ("" if "Could not resolve dependencies" in text or "not found" in text
+               else next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), ""))
         raise KafkaUnavailable(f"Maven Central does not serve Kafka {version} (org.apache.kafka:kafka_2.13:"
                                f"{version}){': ' + why[:160] if why else ''}; pick a served version, e.g. "
                                f"--option version=4.1.1")
