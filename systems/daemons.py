@@ -5,7 +5,10 @@ one line that says why a daemon died at startup. A DB class mixes this in
 and provides `cluster` and `log_path(node)`."""
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import tempfile
 import time
 
 
@@ -53,3 +56,15 @@ def last_line(text: str) -> str:
     """Last non-empty line of a log tail, for one-line errors."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else "(empty log)"
+
+
+def read_remote_file(remote, path: str, parse, errors: tuple = ()):
+    """parse(local copy) of a file on a host, or None when it is not there yet,
+    cannot be fetched right now (the node is unreachable) or does not parse."""
+    with tempfile.TemporaryDirectory() as tmp:
+        local = os.path.join(tmp, os.path.basename(path))
+        try:
+            remote.get(path, local)
+            return parse(local)
+        except (OSError, RuntimeError, ValueError, subprocess.SubprocessError, *errors):
+            return None

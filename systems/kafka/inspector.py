@@ -23,8 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -55,17 +53,11 @@ async def api_versions(host: str, port: int, timeout: float) -> bool:
         return False
 
 
-def read_offset_checkpoint(path: str, topic: str = TOPIC) -> dict[int, int]:
-    """Kafka's offset checkpoint file (version 0; count; `<topic> <partition> <offset>`) for one topic."""
-    lines = Path(path).read_text().splitlines()
-    if len(lines) < 2 or lines[0].strip() != "0":
-        raise ValueError(f"{path}: not a version 0 offset checkpoint")
-    out = {}
-    for line in lines[2:2 + int(lines[1])]:
-        t, p, o = line.split()
-        if t == topic:
-            out[int(p)] = int(o)
-    return out
+def topic_checkpoint(path: str) -> dict[int, int]:
+    """The topic's entries of a Kafka offset checkpoint file, by partition."""
+    from systems.kafka.segments import read_offset_checkpoint
+
+    return {p: off for (t, p), off in read_offset_checkpoint(path).items() if t == TOPIC}
 
 
 class KafkaInspector:
@@ -141,7 +133,7 @@ class KafkaInspector:
 
     def _checkpoint_local(self, node: str) -> dict[int, int]:
         try:
-            return read_offset_checkpoint(os.path.join(self.db.data_dir(node), CHECKPOINT_FILE))
+            return topic_checkpoint(os.path.join(self.db.data_dir(node), CHECKPOINT_FILE))
         except (OSError, ValueError):
             return {}
 
@@ -150,14 +142,10 @@ class KafkaInspector:
 
     def checkpoints(self, node: str) -> dict[int, int]:
         """The HW per key the node last wrote to replication-offset-checkpoint."""
+        from systems.daemons import read_remote_file
+
         path = os.path.join(self.db.data_dir(node), CHECKPOINT_FILE)
-        with tempfile.TemporaryDirectory() as tmp:
-            local = os.path.join(tmp, CHECKPOINT_FILE)
-            try:
-                self.db.cluster.remotes[node].get(path, local)
-                return read_offset_checkpoint(local)
-            except (OSError, RuntimeError, ValueError, subprocess.SubprocessError):
-                return {}
+        return read_remote_file(self.db.cluster.remotes[node], path, topic_checkpoint) or {}
 
     def events(self, node_dir: Path, node: str) -> list[dict]:
         """The node's truncations (its own log) and the controller's ISR changes

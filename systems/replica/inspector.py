@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
@@ -118,15 +116,11 @@ class ReplicaInspector:
 
     def checkpoints(self, node: str) -> dict[int, int]:
         from replica import storage
+        from systems.daemons import read_remote_file
 
         path = os.path.join(self.db.data_dir(node), CHECKPOINT_FILE)
-        with tempfile.TemporaryDirectory() as tmp:
-            local = os.path.join(tmp, CHECKPOINT_FILE)
-            try:
-                self.db.cluster.remotes[node].get(path, local)
-                offsets = storage.read_offset_checkpoint(local)
-            except (OSError, RuntimeError, storage.StorageError, subprocess.SubprocessError):
-                return {}  # not written yet, or the node is unreachable right now
+        offsets = read_remote_file(self.db.cluster.remotes[node], path, storage.read_offset_checkpoint,
+                                   errors=(storage.StorageError,)) or {}
         return {p: hw for (t, p), hw in offsets.items() if t == TOPIC}
 
     def events(self, node_dir: Path, node: str) -> list[dict]:

@@ -3,7 +3,7 @@ the adapter tests, set up by the adapter itself (systems/kafka/db.py)."""
 from __future__ import annotations
 
 from systems.kafka import SYSTEM
-from tests.nats.natsutil import NatsCluster, need_root, until  # noqa: F401  (re-exported)
+from tests.nats.natsutil import NatsCluster, healthy, log_ready, need_root, until  # noqa: F401  (re-exported)
 from harness.sut import RunShape
 
 

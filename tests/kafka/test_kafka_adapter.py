@@ -11,7 +11,7 @@ import pytest
 
 from harness.sut import DefiniteError
 from systems.kafka.db import KafkaMissing
-from tests.kafka.kafkautil import KafkaCluster, need_root, until
+from tests.kafka.kafkautil import KafkaCluster, healthy, log_ready, need_root, until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 SUBNET = "10.221.7.0/24"
@@ -28,30 +28,11 @@ def kafka3(tmp_path_factory):
         yield c
 
 
-async def _ready(db, keys=2):
-    client = db.client()
-    try:
-        await until(lambda: _create(client, keys), timeout=60)
-        await until(lambda: _healthy(client, keys), timeout=60)
-    finally:
-        await client.close()
-
-
-async def _create(client, keys):
-    await client.create(keys, 3, {})
-    return True
-
-
-async def _healthy(client, keys):
-    meta = await client.metadata()
-    return len(meta) == keys and all(m.leader and len(m.isr) == 3 for m in meta.values())
-
-
 def test_sends_polls_metadata_and_replica_offsets(kafka3):
     db = kafka3.db
 
     async def scenario():
-        await _ready(db)
+        await log_ready(db, timeout=60)
         client = db.client()
         try:
             offsets = [await client.send(0, v) for v in range(10, 20)]
@@ -94,7 +75,7 @@ def test_a_killed_leader_is_replaced_in_a_higher_epoch(kafka3):
     db = kafka3.db
 
     async def scenario():
-        await _ready(db)
+        await log_ready(db, timeout=60)
         client = db.client()
         try:
             before = (await client.metadata())[0]
@@ -103,7 +84,7 @@ def test_a_killed_leader_is_replaced_in_a_higher_epoch(kafka3):
             offset = await client.send(0, 99)
             paused = await db.inspector.state(before.leader)
             db.start(before.leader)
-            await until(lambda: _healthy(client, 2), timeout=60)
+            await until(lambda: healthy(client, 2), timeout=60)
         finally:
             await client.close()
         return before, after, offset, paused

@@ -65,3 +65,24 @@ async def until(fn, timeout: float = 30.0, period: float = 0.25):
             last = e
         await asyncio.sleep(period)
     raise AssertionError(f"not reached in {timeout}s: {last!r}")
+
+
+async def log_ready(db, keys: int = 2, replication_factor: int = 3, timeout: float = 30.0) -> None:
+    """Create the log (retrying while the system starts) and wait until every
+    key has a leader and a full ISR."""
+    client = db.client()
+
+    async def create():
+        await client.create(keys, replication_factor, {})
+        return True
+    try:
+        await until(create, timeout=timeout)
+        await until(lambda: healthy(client, keys, replication_factor), timeout=timeout)
+    finally:
+        await client.close()
+
+
+async def healthy(client, keys: int = 2, replication_factor: int = 3) -> bool:
+    """Every key has a leader and all its replicas in sync."""
+    meta = await client.metadata()
+    return len(meta) == keys and all(m.leader and len(m.isr) == replication_factor for m in meta.values())

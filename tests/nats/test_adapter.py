@@ -6,7 +6,7 @@ import pytest
 
 from harness.sut import DefiniteError, IndefiniteError
 from systems.nats.db import NatsMissing
-from tests.nats.natsutil import NatsCluster, need_root, until
+from tests.nats.natsutil import NatsCluster, healthy, log_ready, need_root, until
 
 pytestmark = pytest.mark.root
 
@@ -21,30 +21,11 @@ def nats3():
         yield c
 
 
-async def _ready(db, keys=2):
-    client = db.client()
-    try:
-        await until(lambda: _create(client, keys))
-        await until(lambda: _healthy(client, keys))
-    finally:
-        await client.close()
-
-
-async def _create(client, keys):
-    await client.create(keys, 3, {})
-    return True
-
-
-async def _healthy(client, keys):
-    meta = await client.metadata()
-    return len(meta) == keys and all(m.leader and len(m.isr) == 3 for m in meta.values())
-
-
 def test_sends_polls_and_inspector(nats3):
     db = nats3.db
 
     async def scenario():
-        await _ready(db)
+        await log_ready(db)
         client = db.client()
         try:
             offsets = [await client.send(0, v) for v in range(10, 20)]
@@ -84,7 +65,7 @@ def test_a_preferred_node_is_the_server_the_client_talks_to(nats3):
     db = nats3.db
 
     async def scenario():
-        await _ready(db)
+        await log_ready(db)
         connected = {}
         for node in db.nodes:
             client = db.client(prefer=node)
@@ -105,7 +86,7 @@ def test_a_hole_in_the_stream_shows_as_an_offset_jump(nats3):
     db = nats3.db
 
     async def scenario():
-        await _ready(db)
+        await log_ready(db)
         client = db.client()
         try:
             start = await client.end_offset(1)
@@ -126,7 +107,7 @@ def test_killed_leader_publishes_fail_definitely_and_nothing_acknowledged_is_los
     db = nats3.db
 
     async def scenario():
-        await _ready(db)
+        await log_ready(db)
         client = db.client()
         try:
             before = await client.end_offset(1)
@@ -148,7 +129,7 @@ def test_killed_leader_publishes_fail_definitely_and_nothing_acknowledged_is_los
                     acked_values.pop()
                     unknown.append(v)
             db.start(victim)
-            await until(lambda: _healthy(client, 2), timeout=60)
+            await until(lambda: healthy(client, 2), timeout=60)
             read = await client.poll(1, before)
         finally:
             await client.close()
