@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 
-from checkers import linearizability
+from checkers import absence, linearizability
 from checkers.checker import StoreData
 from checkers.flatten import flatten, flatten_dumps
 from checkers.history import HistoryError, iter_jsonl
@@ -80,6 +80,7 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
 def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing: list,
              store_dir: str | None = None) -> dict:
     """The results.json document (docs/interfaces.md) plus notes on a partial store."""
+    absence.apply(checkers, store_dir)  # keys whose log was gone after recovery: their sends are lost
     skipped = not_applicable(store_dir)
     for name, why in skipped.items():
         if name in checkers:
