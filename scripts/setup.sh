@@ -43,4 +43,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import
     .venv/bin/pip install -q -e ".[test]"
     echo "$want" > "$stamp"
 fi
+# nats-server releases besides Debian's (system option `version`): NATS_VERSIONS="2.10.22 2.12.1"
+# installs them now with go install (scripts/nats-server.sh); a run that names another one installs it then.
+for v in ${NATS_VERSIONS:-}; do
+    say "nats-server $v: $(bash scripts/nats-server.sh "$v")"
+done
 say "ready (.venv/bin/harness)"

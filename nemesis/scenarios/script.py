@@ -130,6 +130,7 @@ class Scenario(_Strict):
     replication_factor: int | None = Field(None, ge=1, le=5)
     acks: Literal["0", "1", "all"] = "all"
     settings: dict[str, Any] = Field(default_factory=dict)
+    system_options: dict[str, Any] = Field(default_factory=dict)  # pinned (e.g. nats version); the variant and --option win
     allowed_anomalies: list[str] = Field(default_factory=list)
     expect: dict[str, Expectation] = Field(default_factory=dict)  # variant (era) -> expected verdict
     truncations: dict[str, list[Truncation]] = Field(default_factory=dict)
