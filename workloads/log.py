@@ -123,8 +123,8 @@ class LogWorkload:
                     return True
                 if healthy and absent is not None:
                     gone = {}
-                    for key in missing:
-                        why = await self._absent(client, key)
+                    answers = await asyncio.gather(*(self._absent(client, key) for key in missing))
+                    for key, why in zip(missing, answers):
                         if why is None:
                             since.pop(key, None)
                             continue
