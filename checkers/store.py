@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 
-from checkers import linearizability
+from checkers import absence, linearizability
 from checkers.checker import StoreData, merge_valid
 from checkers.flatten import flatten, flatten_dumps
 from checkers.history import HistoryError, iter_jsonl
@@ -120,6 +120,7 @@ def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing:
 
     skipped: checkers that do not apply (name -> why); default: those the store's system
     cannot feed (`not_applicable`)."""
+    absence.apply(checkers, store_dir)  # keys whose log was gone after recovery: their sends are lost
     skipped = not_applicable(store_dir) if skipped is None else skipped
     for name, why in skipped.items():
         if name in checkers:

@@ -203,11 +203,12 @@ def run(
 ):
     """Create a cluster, run the workload under faults, check the history."""
     from harness.runner import Run, RunError
-    from harness.spec import SpecError, build_spec, parse_settings
+    from harness.spec import SpecError, build_spec, parse_options, parse_settings
     from harness.store import StoreError
 
     try:
         settings = parse_settings(set_) if set_ else None
+        options = {**({"storage": storage} if storage else {}), **parse_options(option)}
         if hosts and nodes is None:  # the system's role hosts (the replica's controller) come first
             nodes = len(hosts.split(",")) - len(_roles(system))
         options = {**({"storage": storage} if storage else {}), **parse_settings(option, "--option")}
@@ -476,6 +477,8 @@ def scenario(
     known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
     json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
+    option: List[str] = typer.Option([], "--option", help="system option key=value over the scenario's, repeatable "
+                                     "(nats: version=debian|X.Y.Z, sync_interval=always)"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     run_command = _entry("nemesis.scenarios.cli", "run_command")
@@ -483,7 +486,7 @@ def scenario(
         code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend, system=system,
                            expect=expect, store_root=store_root, subnet=subnet,
                            backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts),
-                           junit=str(junit) if junit else None)
+                           junit=str(junit) if junit else None, options=option)
     if json_out:
         print_json(Path(lines[-1]) if lines and Path(lines[-1]).is_dir() else None, code)
     raise typer.Exit(code)

@@ -211,3 +211,16 @@ def parse_settings(pairs: list[str], flag: str = "--set") -> dict[str, Any]:
             raise SpecError(f"{flag} {p!r}: expected key=value, e.g. {flag} name=value")
         out[k.strip()] = yaml.safe_load(v) if v else ""
     return out
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """--option key=value: system options (e.g. nats version=2.12.1, sync_interval=always);
+    values are YAML scalars, except that a version stays text."""
+    out = {}
+    for p in pairs:
+        if "=" not in p:
+            raise SpecError(f"--option {p!r}: expected key=value, e.g. --option version=2.12.1")
+        k, v = p.split("=", 1)
+        k = k.strip()
+        out[k] = v if k == "version" else (yaml.safe_load(v) if v else "")
+    return out

@@ -66,6 +66,16 @@ class IndefiniteError(ClientError):
     process is not reused (Jepsen's rule)."""
 
 
+class AbsentError(DefiniteError):
+    """The system answered definitively that the key's log does not exist
+    (NATS: stream not found, JetStream error 10059; Kafka and the replica:
+    UNKNOWN_TOPIC_OR_PARTITION). Not a timeout, not "no leader", not a refused
+    connection: those are plain errors. Every system's client raises this for
+    that answer and nothing else; the final phase of a run (workloads/log.py)
+    takes a key whose log stays absent while the cluster is healthy as gone:
+    every acknowledged send to it is lost (checkers/absence.py)."""
+
+
 # -- normalised state --------------------------------------------------------
 @dataclass(frozen=True)
 class KeyMeta:

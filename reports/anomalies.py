@@ -120,6 +120,19 @@ def anomaly_keys(anomalies: list[Anomaly]) -> list[Any]:
     return sorted(keys)
 
 
+def gone_sentence(results: dict) -> str:
+    """" The log of partition K was gone after recovery (...)" when the final phase found it so
+    (checkers/absence.py); "" otherwise."""
+    gone = ((results.get("checkers") or {}).get("log") or {}).get("absent") or {}
+    if not gone:
+        return ""
+    keys = sorted(gone, key=lambda k: int(k) if str(k).isdigit() else 0)
+    answers = sorted(set(gone.values()))
+    return (f" The stream (log) of partition{'s' if len(keys) > 1 else ''} {', '.join(map(str, keys[:5]))}"
+            f"{', ...' if len(keys) > 5 else ''} was gone after recovery: the healthy cluster answered "
+            f"{cell_text(answers[0], 120)}, so every write acknowledged to it is lost.")
+
+
 def verdict(results: dict | None, anomalies: list[Anomaly], n_ops: int) -> tuple[str, str]:
     """(css class, one sentence) for the banner."""
     if results is None:
@@ -141,7 +154,7 @@ def verdict(results: dict | None, anomalies: list[Anomaly], n_ops: int) -> tuple
         if not parts:
             return "invalid", "Invalid: the checkers report the run invalid but give no anomaly detail."
         head = "Invalid" if valid is not True else "Valid overall, but"
-        return "invalid", f"{head}: {'; '.join(parts)}."
+        return "invalid", f"{head}: {'; '.join(parts)}.{gone_sentence(results)}"
     reasons = [f"{c}: {s.get('error') or s.get('reason') or 'unknown'}"
                for c, s in checker_sections(results).items() if s.get("valid") not in (True, False)]
     if results.get("error"):

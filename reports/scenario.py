@@ -169,5 +169,6 @@ def scenario_verdict(results: dict, sc: Scenario) -> tuple[str, str]:
         return "valid", f"Valid: {where} found nothing it forbids{tail}.{expectation}"
     if valid is False:
         forbidden = _counts_phrase(raw.get("forbidden_found")) or "; ".join(sc.reasons) or "forbidden anomalies"
-        return "invalid", f"Invalid: {where}: {forbidden}.{expectation}"
+        from reports.anomalies import gone_sentence
+        return "invalid", f"Invalid: {where}: {forbidden}.{gone_sentence(results)}{expectation}"
     return "unknown", f"Unknown: {where} could not be decided.{expectation}"

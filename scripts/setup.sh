@@ -46,6 +46,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import
     .venv/bin/pip install -q -c requirements.lock -e ".[test]"
     echo "$want" > "$stamp"
 fi
+# nats-server releases besides Debian's (system option `version`): NATS_VERSIONS="2.10.22 2.12.1"
+# installs them now with go install (scripts/nats-server.sh); a run that names another one installs it then.
+for v in ${NATS_VERSIONS:-}; do
+    say "nats-server $v: $(bash scripts/nats-server.sh "$v")"
+done
 # Systems that need more than Debian and PyPI (Kafka's jars from Maven Central) set themselves up.
 for hook in systems/*/setup.sh; do
     [ -x "$hook" ] && bash "$hook"

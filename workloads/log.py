@@ -12,6 +12,12 @@ Scripted writes (scenario `write` steps) go through `write()`, the same
 send and the same history records. The final phase (after the nemesis healed
 everything) waits until every key has a leader and a full set of in-sync
 replicas and its end offset has settled, then polls every key to its end.
+A key whose log the system says does not exist (AbsentError), on every probe
+for ABSENT_STABLE seconds while every other key is healthy, is settled as
+gone at once (no waiting out the recovery timeout): its final poll is
+recorded `ok` with no records and `"absent": {key: the system's answer}`,
+and the checkers count every acknowledged send to it as lost
+(checkers/absence.py).
 """
 from __future__ import annotations
 
@@ -22,7 +28,9 @@ import time
 from dataclasses import dataclass, field
 
 from harness.steps import StepError
-from harness.sut import ClientError, DefiniteError
+from harness.sut import AbsentError, ClientError, DefiniteError
+
+ABSENT_STABLE = 2.0  # s: a key's log must stay absent this long, on every probe, before it counts as gone
 
 
 @dataclass
@@ -91,21 +99,61 @@ class LogWorkload:
         finally:
             await client.close()
 
-    async def wait_healthy(self, client, timeout: float, full_isr: bool) -> bool:
-        """Every key has a leader (and, if asked, in-sync replicas == replicas)."""
+    async def wait_healthy(self, client, timeout: float, full_isr: bool, absent: dict | None = None) -> bool:
+        """Every key has a leader (and, if asked, in-sync replicas == replicas).
+
+        With `absent` (a dict, filled in): a key the authority does not list
+        counts as settled once the system has answered that its log does not
+        exist (AbsentError) on every probe for ABSENT_STABLE seconds while the
+        authority answers; `absent` then maps it to that answer. Any other
+        answer for it (a timeout, no leader, its log) starts the wait over."""
         deadline = time.monotonic() + timeout
+        since: dict[int, float] = {}   # key -> first of an unbroken run of absent answers
         while True:
             try:
-                meta = await asyncio.wait_for(client.metadata(), self.cfg.request_timeout)
-                if len(meta) >= self.cfg.keys and all(
-                        m.leader is not None and (not full_isr or set(m.isr) >= set(m.replicas))
-                        for m in meta.values()):
+                try:
+                    meta = await asyncio.wait_for(client.metadata(), self.cfg.request_timeout)
+                except AbsentError:  # the authority answered: no key at all (e.g. the whole topic)
+                    meta = {}
+                listed = [k for k in range(self.cfg.keys) if k in meta]
+                healthy = all(meta[k].leader is not None and (not full_isr or set(meta[k].isr) >= set(meta[k].replicas))
+                              for k in listed)
+                missing = [k for k in range(self.cfg.keys) if k not in meta]
+                if healthy and not missing:
                     return True
+                if healthy and absent is not None:
+                    gone = {}
+                    answers = await asyncio.gather(*(self._absent(client, key) for key in missing))
+                    for key, why in zip(missing, answers):
+                        if why is None:
+                            since.pop(key, None)
+                            continue
+                        start = since.setdefault(key, time.monotonic())
+                        if time.monotonic() - start >= ABSENT_STABLE:
+                            gone[key] = why
+                    if len(gone) == len(missing):
+                        absent.update(gone)
+                        for key, why in gone.items():
+                            self.log(f"final: key {key} is gone: {why} (on every probe for {ABSENT_STABLE:g}s, "
+                                     f"the other keys healthy)")
+                        return True
+                else:
+                    since.clear()
             except Exception:
-                pass
+                since.clear()
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.25)
+
+    async def _absent(self, client, key: int) -> str | None:
+        """The system's answer if it says the key's log does not exist; None for any other answer."""
+        try:
+            await asyncio.wait_for(client.end_offset(key), self.cfg.request_timeout)
+        except AbsentError as e:
+            return _err(e)
+        except Exception:
+            return None
+        return None
 
     async def leader_node(self) -> str | None:
         """The leader of a random key (for leader-targeted faults)."""
@@ -276,24 +324,50 @@ class LogWorkload:
         await self._drain_bursts()
         client = self.client()
         try:
-            healthy = await self.wait_healthy(client, recovery_timeout, full_isr=True)
+            absent: dict[int, str] = {}
+            healthy = await self.wait_healthy(client, recovery_timeout, full_isr=True, absent=absent)
             if not healthy:
                 self.log("final: not every key has a leader and full in-sync replicas; reading anyway")
                 await self.wait_healthy(client, recovery_timeout / 2, full_isr=False)
             deadline = time.monotonic() + recovery_timeout
-            settled = await self._settle(client, deadline)
+            settled = await self._settle(client, deadline, skip=absent)
             process = self.new_process()
             keys = {}
             for key in range(self.cfg.keys):
+                if key in absent and await self._read_absent(client, process, key, absent[key]):
+                    keys[str(key)] = {"complete": True, "read_to": 0, "absent": absent[key],
+                                      "why": f"the log is gone: {absent[key]}"}
+                    continue
                 ok, why = settled[key]
                 done, pos = await self._read_key(client, process, key, deadline=time.monotonic() + recovery_timeout)
                 keys[str(key)] = {"complete": ok and done, "read_to": pos,
                                   "why": why if done else f"{why}; reads did not reach the end"}
-            return {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys}
+            out = {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys}
+            if any("absent" in k for k in keys.values()):
+                out["absent"] = {k: v["absent"] for k, v in keys.items() if "absent" in v}
+            return out
         finally:
             await client.close()
 
-    async def _settle(self, client, deadline: float, stable_for: float = 2.0) -> dict[int, tuple[bool, str]]:
+    async def _read_absent(self, client, process: int, key: int, why: str) -> bool:
+        """The final poll of a key found gone: recorded `ok` with no records and
+        `"absent": {key: answer}` when the system still says so (True); any
+        other answer (False) and the key is read like the others."""
+        op = self.history.invoke(process, "poll", None)
+        try:
+            recs = await asyncio.wait_for(client.poll(key, 0, 1000), self.cfg.request_timeout + 2)
+        except AbsentError as e:
+            self.history.append(op["process"], "ok", "poll", {str(key): []}, absent={str(key): _err(e)})
+            return True
+        except Exception as e:
+            self.history.complete(op, "fail", None, error=_err(e))
+            return False
+        self.history.complete(op, "ok", {str(key): [[o, v] for o, v in recs]})
+        self.log(f"final: key {key} was gone ({why}) but its log is back")
+        return False
+
+    async def _settle(self, client, deadline: float, stable_for: float = 2.0,
+                      skip=()) -> dict[int, tuple[bool, str]]:
         """Per key (complete?, why): with an Inspector, until the leader's HW
         equals its log end (every record it holds is exposed) and the client's
         end offset reached it; without one, until the end offset stayed the same
@@ -302,7 +376,7 @@ class LogWorkload:
 
         system = getattr(self.db, "system", None)
         inspector = self.db.inspector if system is not None and system.has(INSPECT) else None
-        keys = range(self.cfg.keys)
+        keys = [k for k in range(self.cfg.keys) if k not in skip]
         last: dict[int, tuple] = {k: (None, time.monotonic()) for k in keys}
         why: dict[int, str] = {k: "end offset never read" for k in keys}
         done: dict[int, tuple[bool, str]] = {}
@@ -333,9 +407,11 @@ class LogWorkload:
                 elif time.monotonic() - since >= stable_for:
                     done[key] = (True, f"end {end} stable for {stable_for:g}s")
                 why[key] = f"end {end} not yet stable"
-            if len(done) == self.cfg.keys or time.monotonic() > deadline:
+            if len(done) == len(keys) or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.25)
+        for key in skip:
+            done[key] = (True, "absent")
         for key in keys:
             if key not in done:
                 done[key] = (False, f"not settled: {why[key]}")

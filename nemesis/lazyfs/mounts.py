@@ -135,6 +135,11 @@ class LazyFsMounts:
         import json
         return json.loads(self._ctl(self.mounts[node], "stats").stdout.strip().splitlines()[-1])
 
+    def sync(self, node: str) -> dict:
+        """Make everything the node's layer holds durable (LazyFS's checkpoint)."""
+        import json
+        return json.loads(self._ctl(self.mounts[node], "sync").stdout.strip().splitlines()[-1])
+
     # -- teardown -------------------------------------------------------------
     def unmount_all(self) -> None:
         for node in list(self.mounts):

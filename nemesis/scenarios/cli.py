@@ -44,7 +44,7 @@ def _short(e) -> str:
 def run_command(name: str | None, file: str | None, era: str | None, list_: bool = False,
                 backend: str = "netns", expect: bool = False, store_root: str = "store",
                 subnet: str | None = None, check: bool = True, backend_options: dict | None = None,
-                junit: str | None = None, system: str | None = None) -> int:
+                junit: str | None = None, system: str | None = None, options: list[str] | None = None) -> int:
     if list_:
         print(describe_library(system))
         return 0
@@ -70,8 +70,9 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
     from nemesis.scenarios.program import ScenarioProgram, scenario_spec
 
     try:
+        from harness.spec import parse_options
         spec = scenario_spec(scenario, era, backend=backend, store_root=store_root, subnet=subnet, check=check,
-                             backend_options=backend_options)
+                             backend_options=backend_options, options=parse_options(options or []))
         run = Run(spec, ScenarioProgram(scenario, era))
         code = run.execute()
     except (SpecError, RunError, ValueError) as e:

@@ -29,11 +29,14 @@ SAMPLE_PERIOD = 0.1  # s between two samples in samples.jsonl
 
 
 def scenario_spec(scenario: Scenario, era: str | None, backend: str = "netns", store_root: str = "store",
-                  subnet: str | None = None, check: bool = True, backend_options: dict | None = None) -> TestSpec:
-    """The TestSpec of a scenario run (what test.json records); `era` is the system's variant."""
+                  subnet: str | None = None, check: bool = True, backend_options: dict | None = None,
+                  options: dict | None = None) -> TestSpec:
+    """The TestSpec of a scenario run (what test.json records); `era` is the system's variant;
+    system options: the scenario's own, then the variant's, then `options` (--option)."""
     system = scenario.system_def()
+    system_options = {**scenario.variant_options(era), **(options or {})}
     data = dict(name=f"{scenario.name}-{era}" if era else scenario.name, system=scenario.system,
-                system_options=scenario.variant_options(era), backend=backend, nodes=scenario.nodes,
+                system_options=system_options, backend=backend, nodes=scenario.nodes,
                 time_limit=1.0, seed=0, keys=scenario.keys, concurrency=1, acks=scenario.acks,
                 replication_factor=scenario.replication_factor, settings=scenario.variant_settings(era),
                 recovery_timeout=scenario.recovery_timeout, store_root=store_root, check=check)

@@ -143,6 +143,7 @@ class Scenario(_Strict):
     acks: Literal["0", "1", "all"] = "all"
     settings: dict[str, Any] = Field(default_factory=dict)
     variants: dict[str, ScenarioVariant] = Field(default_factory=dict)  # its own variants (else the system's)
+    system_options: dict[str, Any] = Field(default_factory=dict)  # pinned (e.g. nats version); the variant and --option win
     allowed_anomalies: list[str] = Field(default_factory=list)
     forbidden_anomalies: dict[str, list[str]] = Field(default_factory=dict)  # variant -> never allowed there
     expect: dict[str, Expectation] = Field(default_factory=dict)  # variant (era) -> expected verdict
@@ -206,10 +207,10 @@ class Scenario(_Strict):
         return tuple(self.variants) if self.variants else tuple(self.system_def().variants)
 
     def variant_options(self, variant: str | None) -> dict:
-        """system_options of a run in that variant."""
+        """system_options of a run in that variant: the scenario's pinned ones, then the variant's."""
         if self.variants and variant in self.variants:
-            return dict(self.variants[variant].options)
-        return self.system_def().variant_options(variant)
+            return {**self.system_options, **self.variants[variant].options}
+        return {**self.system_options, **self.system_def().variant_options(variant)}
 
     def variant_settings(self, variant: str | None) -> dict:
         """The scenario's settings with the variant's on top."""

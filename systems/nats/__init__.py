@@ -1,5 +1,14 @@
-"""NATS JetStream (Debian's nats-server 2.9.10, the nats-py client) as a
-system under test.
+"""NATS JetStream (nats-server, the nats-py client) as a system under test.
+
+Server versions (option `version`): `debian` (default) is the host's own
+nats-server, Debian's package (2.9.10 on bookworm); `X.Y.Z` is that release
+installed from the Go module proxy with `go install
+github.com/nats-io/nats-server/v2@vX.Y.Z` into build/nats/X.Y.Z/ by
+scripts/nats-server.sh (on demand, once; scripts/setup.sh installs the ones
+named in NATS_VERSIONS). Hosts that do not share this machine's file
+system (docker, ssh) get that binary uploaded. Option `sync_interval`
+(2.10 and later; `always` fsyncs every write before acknowledging it) is
+JetStream's flush policy, refused for older servers.
 
 Hosts: data nodes n1..nN, one nats-server each, in one JetStream cluster.
 Key k is stream `log-<k>` (subject `log.<k>`) with `replicas` =
@@ -17,7 +26,10 @@ holds JetStream's files only) power and corrupt.
 """
 from __future__ import annotations
 
+import re
 from typing import Literal
+
+from pydantic import field_validator, model_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, System,
                          SystemOptions)
@@ -27,9 +39,51 @@ MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there 
                   "(systems/nats/dump.py reads stopped stores)")
 
 
+DEBIAN = "debian"          # the host's own nats-server (Debian's 2.9.10)
+DEBIAN_VERSION = (2, 9, 10)
+VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+SYNC = re.compile(r"^(always|\d+(ms|s|m|h))$")
+
+
+def version_tuple(version: str) -> tuple[int, int, int]:
+    if version == DEBIAN:
+        return DEBIAN_VERSION
+    m = VERSION.match(version)
+    return (int(m[1]), int(m[2]), int(m[3]))
+
+
 class NatsOptions(SystemOptions):
     storage: Literal[STORAGE] = "file"
     server_binary: str = "nats-server"
+    version: str = DEBIAN           # debian | X.Y.Z (a release from the Go module proxy)
+    sync_interval: str | None = None  # JetStream's fsync policy (2.10+): always | <n>ms|s|m|h
+
+    @field_validator("version", "sync_interval", mode="before")
+    @classmethod
+    def _text(cls, v):
+        return str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if v != DEBIAN and not VERSION.match(v):
+            raise ValueError(f"version {v!r}: give debian (the host's package) or a release X.Y.Z, e.g. 2.12.1")
+        return v.removeprefix("v")
+
+    @field_validator("sync_interval")
+    @classmethod
+    def _sync(cls, v: str | None) -> str | None:
+        if v is not None and not SYNC.match(str(v)):
+            raise ValueError(f"sync_interval {v!r}: give always or a duration such as 10s, 2m")
+        return v
+
+    @model_validator(mode="after")
+    def _sync_needs_2_10(self):
+        if self.sync_interval is not None and version_tuple(self.version) < (2, 10, 0):
+            raise ValueError(f"sync_interval needs nats-server 2.10 or later; version {self.version} "
+                             f"({'.'.join(map(str, version_tuple(self.version)))}) rejects it: "
+                             f"add version: 2.10.23 (or later)")
+        return self
 
 
 def _make_db(cluster, plan, shape, options):
@@ -46,7 +100,8 @@ def check_settings(settings: dict, options: NatsOptions) -> None:
 
 SYSTEM = System(
     name="nats",
-    description="NATS JetStream (nats-server 2.9.10, nats-py): one stream per key, nodes n1..nN",
+    description="NATS JetStream (nats-server: Debian's 2.9.10 or a release, nats-py): one stream per key, "
+                "nodes n1..nN",
     options=NatsOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DATA_FILES, DUMP}),
     faults=frozenset({"kill", "pause", "partition", "packet", "power", "corrupt"}),

@@ -28,6 +28,10 @@ Errors (the history's fail / info):
   acknowledgement is only sent after the Raft commit);
 - IndefiniteError (`info`): a timeout or a connection lost after the publish
   was handed to the connection; anything unexpected.
+- AbsentError (a DefiniteError): a read or stream info answered "stream not
+  found" (JetStream error 10059): the server that answers API requests for
+  the stream (the meta leader) has no such stream, the definite answer the
+  final phase takes as a lost log once the cluster is healthy.
 """
 from __future__ import annotations
 
@@ -39,11 +43,12 @@ import nats.errors
 import nats.js.errors
 from nats.js.api import StorageType, StreamConfig
 
-from harness.sut import DefiniteError, IndefiniteError, KeyMeta
+from harness.sut import AbsentError, DefiniteError, IndefiniteError, KeyMeta
 
 STREAM_PREFIX = "log-"
 WINDOW = 32  # gets in flight per poll
 SUBJECT_PREFIX = "log."
+STREAM_NOT_FOUND = 10059  # JetStream's definite "no such stream" (JSStreamNotFoundErr)
 
 # Raised before the message reached any server: certainly not stored.
 NOT_SENT = (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError,
@@ -207,6 +212,8 @@ class NatsLogClient:
         except nats.js.errors.NotFoundError as e:
             if e.err_code == 10037:  # no message at or after seq
                 return None
+            if e.err_code == STREAM_NOT_FOUND:
+                raise AbsentError(_text(e)) from e
             raise DefiniteError(_text(e)) from e
         except asyncio.CancelledError:
             raise
@@ -220,6 +227,10 @@ class NatsLogClient:
             info = await self.stream_info(key)
         except (DefiniteError, IndefiniteError):
             raise
+        except nats.js.errors.NotFoundError as e:
+            if e.err_code == STREAM_NOT_FOUND:
+                raise AbsentError(_text(e)) from e
+            raise DefiniteError(_text(e)) from e
         except Exception as e:
             raise DefiniteError(_text(e)) from e
         return info.state.last_seq

@@ -3,9 +3,11 @@ routes between all nodes, a JetStream store directory per node and the node's
 host name as server name (so stream info names leaders and replicas the way
 the harness names hosts).
 
-Written for nats-server 2.9.10 (Debian bookworm): it rejects the
-`sync_interval` setting that 2.10 added, so the store keeps JetStream's
-built-in flush policy (acknowledge on Raft commit, fsync in the background).
+The same file for every server version: nats-server 2.9.10 (Debian bookworm)
+rejects the `sync_interval` setting that 2.10 added, so it is written only
+when the system option asks for it (refused for 2.9 at validation), and
+otherwise the store keeps JetStream's built-in flush policy (acknowledge on
+Raft commit, fsync in the background every 2 minutes).
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ SETTINGS = {
     "ping_max": int,
     "write_deadline": str,
 }
-REJECTED = {"sync_interval": "nats-server 2.9.10 rejects sync_interval (added in 2.10); leave it out"}
+REJECTED = {"sync_interval": "it is the system option sync_interval (system_options: {version: 2.12.1, "
+                             "sync_interval: always}); nats-server 2.9.10 rejects it"}
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ def _value(v) -> str:
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def render(node: NodeAddress, peers: list[NodeAddress], store_dir: str, settings: dict | None = None) -> str:
+def render(node: NodeAddress, peers: list[NodeAddress], store_dir: str, settings: dict | None = None,
+           sync_interval: str | None = None) -> str:
     """The configuration file of `node` (peers: every node, itself included)."""
     routes = ", ".join(f"nats-route://{p.host}:{CLUSTER_PORT}" for p in peers if p.name != node.name)
     lines = [
@@ -69,6 +73,8 @@ def render(node: NodeAddress, peers: list[NodeAddress], store_dir: str, settings
     js = [f"  store_dir: {_value(store_dir)}"]
     js += [f"  {k}: {_value((settings or {})[k])}" for k in ("max_memory_store", "max_file_store")
            if k in (settings or {})]
+    if sync_interval is not None:  # 2.10+: JetStream's fsync policy ("always": before every acknowledgement)
+        js.append(f"  sync_interval: {_value(sync_interval)}")
     lines += ["jetstream {", *js, "}"]
     if len(peers) < 2:  # one node: plain JetStream, no cluster to form
         return "\n".join(lines) + "\n"

@@ -5,17 +5,21 @@ Per node, under <work_dir>/<node>/: `nats.conf` (systems/nats/config.py),
 `nats.log` (the server's stderr), and `data/` (the JetStream store and
 nothing else, so a faults layer may mount there before setup).
 
-The binary: the host's own `nats-server` (Debian's package; the docker node
-image has it). A host without one gets this machine's binary uploaded (the
-Debian build links only glibc, so it runs on any glibc x86-64 host); when
-this machine has none either, setup stops with one line naming the host
-and the fix.
+The binary: with option `version: debian` (default) the host's own
+`nats-server` (Debian's package; the docker node image has it). A host
+without one gets this machine's binary uploaded (the Debian build links only
+glibc, so it runs on any glibc x86-64 host); when this machine has none
+either, setup stops with one line naming the host and the fix. With
+`version: X.Y.Z`, the release built here by scripts/nats-server.sh (go
+install, cached under build/nats/X.Y.Z/; a static Go binary) is used on
+netns hosts and uploaded to the others, so every backend runs that version.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -30,6 +34,25 @@ from systems.nats.inspector import NatsInspector
 CONF = "nats.conf"
 LOG = "nats.log"
 INSTALL_HINT = "install it: apt-get install nats-server (scripts/setup.sh does)"
+REPO = Path(__file__).resolve().parents[2]
+INSTALL_SCRIPT = REPO / "scripts" / "nats-server.sh"
+
+
+def release_binary(version: str) -> str:
+    """This machine's nats-server of release `version` (X.Y.Z), installed on first use
+    (scripts/nats-server.sh: go install into build/nats/<version>/); NatsMissing if it cannot be."""
+    cached = REPO / "build" / "nats" / version / "bin" / "nats-server"
+    if cached.is_file() and os.access(cached, os.X_OK):
+        return str(cached)
+    try:
+        out = subprocess.run(["bash", str(INSTALL_SCRIPT), version], capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise NatsMissing(f"nats-server {version}: scripts/nats-server.sh failed ({e})") from None
+    if out.returncode != 0 or not cached.is_file():
+        why = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise NatsMissing(f"nats-server {version} could not be installed with go install ({why}); "
+                          f"check the version (go list -m -versions github.com/nats-io/nats-server/v2)")
+    return str(cached)
 
 
 class NatsMissing(ClusterError):
@@ -101,9 +124,25 @@ class NatsDb(NodeDaemons):
         self.env[node] = dict(env)
 
     # -- install -----------------------------------------------------------
+    def local_binary(self) -> str | None:
+        """This machine's nats-server of the run's version (dumps and uploads use it)."""
+        if self.options.version != "debian":
+            return release_binary(self.options.version)
+        name = self.options.server_binary
+        return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+
     def _find_binary(self, node: str) -> str:
         """The host's nats-server, or this machine's uploaded to the host."""
         remote = self.cluster.remotes[node]
+        if self.options.version != "debian":
+            local = release_binary(self.options.version)
+            if not _separate_filesystem(remote):
+                return local
+            dest = os.path.join(self.cluster.layout.work_dir, "bin", f"nats-server-{self.options.version}")
+            remote.run(["mkdir", "-p", os.path.dirname(dest)])
+            remote.put(local, dest)
+            remote.run(["chmod", "755", dest])
+            return dest
         name = self.options.server_binary
         probe = remote.run(["sh", "-c", f"command -v {name} || command -v /usr/sbin/{os.path.basename(name)}"],
                            check=False)
@@ -132,7 +171,8 @@ class NatsDb(NodeDaemons):
                 remote = self.cluster.remotes[node]
                 remote.run(["mkdir", "-p", self.data_dir(node)])
                 local = os.path.join(tmp, f"{node}.conf")
-                Path(local).write_text(render(me, peers, self.data_dir(node), self.settings))
+                Path(local).write_text(render(me, peers, self.data_dir(node), self.settings,
+                                             sync_interval=self.options.sync_interval))
                 remote.put(local, self.conf_path(node))
 
     def setup(self) -> None:
@@ -165,7 +205,10 @@ class NatsDb(NodeDaemons):
         if node in self.binary:  # the host's own, or the one uploaded to it
             (dest / "nats-server.path").write_text(self.binary[node] + "\n")
         if node in self.binary and not self.running(node) and self.options.storage == "file":
-            local = shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
+            try:
+                local = self.local_binary()  # the run's version reads its own store format
+            except NatsMissing:
+                local = None
             dump = collect_dump(remote, self.data_dir(node), dest, node, local, self.keys) if local else None
             if dump is not None:
                 (dest / "dump.json").write_text(json.dumps(dump, separators=(",", ":")))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from harness.sut import DefiniteError, IndefiniteError, KeyMeta
+from harness.sut import AbsentError, DefiniteError, IndefiniteError, KeyMeta
 
 TOPIC = "log"
 TOPIC_SETTINGS = ("min.insync.replicas", "unclean.leader.election.enable")
@@ -37,6 +37,8 @@ class ReplicaLogClient:
         try:
             return await coro
         except self.rc.DefiniteError as e:
+            if e.code == "UNKNOWN_TOPIC_OR_PARTITION":  # the controller has no such partition
+                raise AbsentError(_text(e)) from e
             raise DefiniteError(_text(e)) from e
         except self.rc.IndefiniteError as e:
             raise IndefiniteError(_text(e)) from e

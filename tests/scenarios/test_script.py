@@ -25,9 +25,14 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "power-one-at-a-time": {"epoch": (True, [])},
     "corrupt-bitflip": {"epoch": (True, [])},
     "corrupt-truncate": {"epoch": (True, [])},
-    "nats-power-coordinated": {},        # no variants: runs report what was lost (acceptance: by hand, 10 runs)
-    "nats-power-coordinated-data": {},
+    # the stream is gone after recovery: "stream not found" from a healthy cluster is a lost log (issue 28)
+    "nats-power-coordinated": {"file": (False, ["lost-write"])},
+    "nats-power-coordinated-data": {"file": (False, ["lost-write"])},
+    "nats-power-coordinated-sync": {"file": (True, [])},          # 2.12.1, sync_interval: always
+    "nats-power-coordinated-sync-names": {"file": (False, ["lost-write"])},  # ... but no directory fsync
     "nats-power-after-sync": {},
+    "nats-crash-stream-deletion": {"file": (False, ["lost-write"])},   # 2.10.22
+    "nats-crash-stream-deletion-fixed": {"file": (True, [])},          # 2.10.23
     # the tiered rows (KIP-405 seed scenarios 1-3; the skip-aux bug as the explorer emitted it)
     "tiered-fresh-follower": {"epoch": (True, [])},
     "tiered-out-of-sync-follower": {"epoch": (True, [])},
@@ -183,3 +188,20 @@ def test_a_system_package_may_hold_its_own_scenarios(tmp_path, monkeypatch):
     (own / "hw-data-loss.yaml").write_text("name: x\n")
     with pytest.raises(ScenarioError, match="scenario 'hw-data-loss' is defined twice"):
         list_scenarios()
+
+
+def test_nats_scenarios_pin_the_versions_they_are_about():
+    assert load_scenario("nats-crash-stream-deletion").system_options == {"version": "2.10.22"}
+    assert load_scenario("nats-crash-stream-deletion-fixed").system_options == {"version": "2.10.23"}
+    for name in ("nats-power-coordinated-sync", "nats-power-coordinated-sync-names"):
+        assert load_scenario(name).system_options == {"version": "2.12.1", "sync_interval": "always"}
+    assert load_scenario("nats-power-coordinated").system_options == {}   # Debian's by default
+
+
+def test_a_scenarios_system_options_then_the_variant_then_option_flags():
+    from nemesis.scenarios.program import scenario_spec
+
+    sc = load_scenario("nats-crash-stream-deletion")
+    assert scenario_spec(sc, "file").system_options["version"] == "2.10.22"
+    spec = scenario_spec(sc, "file", options={"version": "2.10.23"})
+    assert spec.system_options["version"] == "2.10.23" and spec.system_options["storage"] == "file"
