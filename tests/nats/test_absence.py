@@ -11,7 +11,7 @@ import pytest
 from tests.nats.natsutil import NatsCluster, need_root
 from tests.workloads.absence_util import gone_run, harness_check
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 def test_a_stream_deleted_by_hand_is_lost_write_and_exit_1(tmp_path):

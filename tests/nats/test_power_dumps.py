@@ -21,7 +21,7 @@ from harness.sut import HostPlan
 from nemesis import power
 from tests.nats.natsutil import NatsCluster, need_root, until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 N = 50
 

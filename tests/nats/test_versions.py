@@ -22,6 +22,7 @@ NODES = [NodeAddress("n1", "10.212.0.11"), NodeAddress("n2", "10.212.0.12"), Nod
 RELEASE = "2.12.1"
 
 
+@pytest.mark.unit
 def test_options_name_a_release_or_debian_and_sync_interval_needs_2_10():
     assert NatsOptions().version == "debian"
     assert NatsOptions(version="v2.12.1", sync_interval="always").version == "2.12.1"
@@ -36,6 +37,7 @@ def test_options_name_a_release_or_debian_and_sync_interval_needs_2_10():
         NatsOptions(version="2.12.1", sync_interval="sometimes")
 
 
+@pytest.mark.unit
 def test_sync_interval_goes_into_the_jetstream_block_only_when_asked():
     plain = render(NODES[0], NODES, "/d")
     assert "sync_interval" not in plain
@@ -44,6 +46,7 @@ def test_sync_interval_goes_into_the_jetstream_block_only_when_asked():
     assert 'sync_interval: "always"' in block
 
 
+@pytest.mark.unit
 def test_bad_options_are_one_line_and_exit_2(tmp_path):
     for option, words in (("version=latest", "give debian"), ("sync_interval=always", "2.10 or later"),
                           ("speed", "expected key=value")):
@@ -54,11 +57,13 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path):
         assert len(lines) == 1 and words in lines[0], out.stderr
 
 
+@pytest.mark.unit
 def test_the_install_script_refuses_a_bad_version_in_one_line():
     out = subprocess.run(["bash", str(REPO / "scripts" / "nats-server.sh"), "2.12"], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "give X.Y.Z" in out.stderr
 
 
+@pytest.mark.root
 @pytest.mark.slow
 def test_a_release_runs_the_cluster_with_sync_interval_always(tmp_path):
     """The release's binary (installed on demand: go install, ~1.5 min once) runs every node;

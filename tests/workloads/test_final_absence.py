@@ -27,7 +27,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 from hnetns_util import leftovers, needs_root, new_run_id  # noqa: E402
 
-pytestmark = [needs_root, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.root, needs_root, pytest.mark.timeout(240)]
 
 from harness import registry  # noqa: E402
 from harness.cleanup import RunRecord  # noqa: E402
