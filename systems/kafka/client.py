@@ -14,6 +14,8 @@ Sends (Jepsen-like precision: one send, one broker answer):
   (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, MSG_SIZE_TOO_LARGE, an
   unknown partition, a fenced or unknown leader epoch, ...), or librdkafka
   refused it before sending (queue full).
+- AbsentError (a DefiniteError): the broker says the topic or partition does
+  not exist (UNKNOWN_TOPIC_OR_PARTITION); after recovery that key's log is gone.
 - IndefiniteError (`info`): REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND
   (appended, then not committed in time), a lost connection, a local message
   timeout, anything else.
@@ -38,7 +40,7 @@ import asyncio
 import json
 import threading
 
-from harness.sut import DefiniteError, IndefiniteError, KeyMeta
+from harness.sut import AbsentError, DefiniteError, IndefiniteError, KeyMeta
 
 TOPIC = "log"
 # Per-topic settings (Kafka's names) passed to CreateTopics; the rest are broker settings.
@@ -54,6 +56,10 @@ DEFINITE = frozenset({
     "INVALID_RECORD", "CORRUPT_MESSAGE", "KAFKA_STORAGE_ERROR", "_QUEUE_FULL", "_MSG_SIZE_TOO_LARGE",
     "LEADER_NOT_AVAILABLE", "_INVALID_ARG",
 })
+
+
+# A broker's definite answer that the topic or the partition does not exist (harness.sut.AbsentError).
+ABSENT = frozenset({"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_ID"})
 
 
 def node_name(broker_id) -> str | None:
@@ -192,8 +198,8 @@ class KafkaLogClient:
         for host, port in self.brokers:
             try:
                 return await describe_partitions(host, port, TOPIC, min(2.0, self.request_timeout))
-            except LookupError as e:
-                raise DefiniteError(str(e)) from None
+            except LookupError as e:   # the broker answered: no such topic
+                raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION: {e}") from None
             except Exception as e:  # down, paused, cut off, or not ready: ask the next one
                 last = e
         raise IndefiniteError(f"describe: no broker answered ({type(last).__name__}: {last})")
@@ -251,6 +257,8 @@ class KafkaLogClient:
                         return out
                     elif err.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                         raise DefiniteError(f"OFFSET_OUT_OF_RANGE: {err.str()}")
+                    elif error_name(err) in ABSENT:
+                        raise AbsentError(f"{error_name(err)}: {err.str()}")
                     else:
                         raise DefiniteError(f"{error_name(err)}: {err.str()}")
                 if out and not msgs:
@@ -264,9 +272,16 @@ class KafkaLogClient:
         from confluent_kafka import TopicPartition
 
         def watermarks() -> int:
+            from confluent_kafka import KafkaException
+
             try:
                 _low, high = self._consumer_().get_watermark_offsets(TopicPartition(TOPIC, key),
                                                                       timeout=self.request_timeout)
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                if err is not None and error_name(err) in ABSENT:
+                    raise AbsentError(f"{error_name(err)}: list offsets") from None
+                raise IndefiniteError(f"list offsets: {e}") from None
             except Exception as e:
                 raise IndefiniteError(f"list offsets: {e}") from None
             return high

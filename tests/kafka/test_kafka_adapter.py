@@ -141,3 +141,49 @@ def test_no_java_on_a_host_is_one_line_naming_the_fix(tmp_path):
     assert "\n" not in text and "has no Java" in text and "openjdk-17-jre-headless" in text
     out = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True)
     assert out.returncode == 1   # nothing left running
+
+
+def test_a_deleted_topic_is_a_definite_absence(tmp_path):
+    """The broker's UNKNOWN_TOPIC_OR_PARTITION after a topic is gone is
+    AbsentError (the final phase then counts the key's acknowledged sends as
+    lost), not a timeout: metadata, end offsets and reads all say so."""
+    need_root()
+    from confluent_kafka.admin import AdminClient
+
+    from harness.sut import AbsentError
+
+    with KafkaCluster("10.221.12.0/24", nodes=1, keys=1, tmp=tmp_path, settings={"min.insync.replicas": 1}) as c:
+        c.db.setup()
+
+        async def scenario():
+            client = c.db.client()
+            try:
+                await until(lambda: _create1(client), timeout=60)
+                await until(lambda: healthy(client, 1, 1), timeout=60)
+                offset = await client.send(0, 7)
+                bootstrap = ",".join(f"{h}:{p}" for h, p in c.db.endpoints())
+                admin = AdminClient({"bootstrap.servers": bootstrap})   # kept: the future needs its handle
+                admin.delete_topics(["log"])["log"].result(30)
+                answers = {}
+
+                async def absent(name, call):
+                    try:
+                        await call()
+                    except AbsentError as e:
+                        answers[name] = str(e)
+                        return True
+                    return False
+                await until(lambda: absent("metadata", client.metadata), timeout=30)
+                await until(lambda: absent("end_offset", lambda: client.end_offset(0)), timeout=30)
+                return offset, answers
+            finally:
+                await client.close()
+
+        offset, answers = c.run(scenario)
+    assert offset == 0 and set(answers) == {"metadata", "end_offset"}
+    assert all("UNKNOWN_TOPIC" in a for a in answers.values()), answers
+
+
+async def _create1(client):
+    await client.create(1, 1, {})
+    return True
