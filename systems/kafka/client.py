@@ -258,7 +258,7 @@ class KafkaLogClient:
                     elif err.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                         raise DefiniteError(f"OFFSET_OUT_OF_RANGE: {err.str()}")
                     elif error_name(err) in ABSENT:
-                        raise AbsentError(f"{error_name(err)}: {err.str()}")
+                        raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION ({error_name(err)}): {err.str()}")
                     else:
                         raise DefiniteError(f"{error_name(err)}: {err.str()}")
                 if out and not msgs:
@@ -280,7 +280,7 @@ class KafkaLogClient:
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 if err is not None and error_name(err) in ABSENT:
-                    raise AbsentError(f"{error_name(err)}: list offsets") from None
+                    raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION ({error_name(err)}): list offsets") from None
                 raise IndefiniteError(f"list offsets: {e}") from None
             except Exception as e:
                 raise IndefiniteError(f"list offsets: {e}") from None
