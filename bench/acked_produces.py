@@ -8,12 +8,14 @@ on ctl) and the replica as a topic of 3 partitions with min.insync.replicas 2
 and acks=all, NATS as 3 streams with file storage.
 16 concurrent clients (one LogClient each, as workload processes have) send
 one record per request to key (client index mod 3) for a fixed time.
-Rounds alternate between the systems so that the machine's noise hits both;
+Each round first runs the same load for --warmup seconds, not counted (the
+JVM's code is interpreted and C1-compiled at first). Rounds alternate between
+the systems so that the machine's noise hits all of them;
 the figures to read are the ratios of the medians to the replica's (the
 baseline measured in the same run).
 
     .venv/bin/python bench/acked_produces.py [--seconds 10] [--clients 16] [--rounds 3]
-        [--subnet 10.221.200.0/24] [--systems kafka,nats,replica]
+        [--subnet 10.221.200.0/24] [--systems kafka,nats,replica] [--warmup 10]
 
 Prints one line per round and a closing JSON line with every figure.
 """
@@ -65,7 +67,7 @@ async def _ready(db, timeout: float = 60.0) -> None:
         await admin.close()
 
 
-async def _measure(db, clients: int, seconds: float) -> dict:
+async def _measure(db, clients: int, seconds: float, warmup: float = 0.0) -> dict:
     values = itertools.count(1)
     conns = [db.client(request_timeout=10.0) for _ in range(clients)]
     acked = errors = 0
@@ -73,18 +75,22 @@ async def _measure(db, clients: int, seconds: float) -> dict:
     for c in conns:  # connections opened outside the clock
         await c.end_offset(0)
 
-    async def client(i: int, stop_at: float) -> None:
+    async def client(i: int, stop_at: float, counted: bool = True) -> None:
         nonlocal acked, errors
         while time.monotonic() < stop_at:
             t = time.monotonic()
             try:
                 await conns[i].send(i % KEYS, next(values))
-                acked += 1
-                latencies.append(time.monotonic() - t)
+                if counted:
+                    acked += 1
+                    latencies.append(time.monotonic() - t)
             except Exception:
-                errors += 1
+                errors += counted
 
     try:
+        if warmup:   # the same load, not counted: a JVM runs interpreted and C1-compiled code at first
+            end = time.monotonic() + warmup
+            await asyncio.gather(*(client(i, end, counted=False) for i in range(clients)))
         start = time.monotonic()
         await asyncio.gather(*(client(i, start + seconds) for i in range(clients)))
         elapsed = time.monotonic() - start
@@ -136,7 +142,7 @@ def one_round(name: str, args) -> dict:
 
 async def _run(db, args) -> dict:
     await _ready(db)
-    return await _measure(db, args.clients, args.seconds)
+    return await _measure(db, args.clients, args.seconds, args.warmup)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--warmup", type=float, default=10.0, help="seconds of the same load before the clock starts")
     p.add_argument("--subnet", default="10.221.200.0/24")
     p.add_argument("--systems", default=",".join(SYSTEMS), help="comma list; the replica is always measured")
     args = p.parse_args(argv)
