@@ -43,7 +43,7 @@ def ensure_jars(version: str) -> Path:
     out = lib_dir(version)
     tmp = out.with_name("lib.partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    proc = subprocess.run([mvn, "-B", "-q", "-f", str(POM), f"-Dkafka.version={version}",
+    proc = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-Dkafka.version={version}",
                            "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
                           capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not any(tmp.glob(f"kafka_2.13-{version}.jar")):

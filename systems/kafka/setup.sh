@@ -10,7 +10,7 @@ if ls "build/kafka/$v/lib/kafka_2.13-$v.jar" >/dev/null 2>&1; then
 fi
 echo "setup: Kafka $v jars from Maven Central (mvn dependency:copy-dependencies)" >&2
 rm -rf "build/kafka/$v/lib.partial"
-mvn -B -q -f systems/kafka/maven/pom.xml "-Dkafka.version=$v" dependency:copy-dependencies \
+mvn -B -q -Dstyle.color=never -f systems/kafka/maven/pom.xml "-Dkafka.version=$v" dependency:copy-dependencies \
     "-DoutputDirectory=$PWD/build/kafka/$v/lib.partial"
 rm -rf "build/kafka/$v/lib"
 mv "build/kafka/$v/lib.partial" "build/kafka/$v/lib"
