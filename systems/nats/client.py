@@ -236,12 +236,25 @@ class NatsLogClient:
         return info.state.last_seq
 
     async def close(self) -> None:
+        """Close the connection, giving up after 2 s. Not wait_for: on a timeout it
+        cancels nats-py's close() and then waits for it, and a close() stuck on a
+        server that was paused mid-write can ignore that cancel, which hung a
+        run's end for good (the scenario's epoch watcher closes its client while
+        it is being cancelled). The close runs as a task of its own; one that
+        has not finished in 2 s is cancelled and left behind."""
         nc, self.nc = self.nc, None
-        if nc is not None:
-            try:
-                await asyncio.wait_for(nc.close(), 2.0)
-            except BaseException:
-                pass
+        if nc is None:
+            return
+        task = asyncio.ensure_future(nc.close())
+        try:
+            done, _ = await asyncio.wait({task}, timeout=2.0)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()  # retrieved: a failed close is no error of the caller's
 
 
 async def _quiet_cb():

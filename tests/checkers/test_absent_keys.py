@@ -1,0 +1,53 @@
+"""checkers/absence.py on hand-written histories: a key whose final poll says
+its log is gone loses every acknowledged send to it -- unread ones (the
+kernels' unseen), ones read before (no anomaly in the kernels) and ones below
+a read offset (already lost-write) -- and nothing else changes."""
+from __future__ import annotations
+
+import json
+
+from checkers.store import check_store
+
+
+def _store(tmp_path, absent: bool):
+    ops = []
+
+    def op(process, type_, f, value, **extra):
+        ops.append({"index": len(ops), "time": len(ops), "process": process, "type": type_, "f": f,
+                    "value": value, **extra})
+
+    for offset, (key, value) in enumerate([(0, 1), (0, 2), (0, 3)]):
+        op(0, "invoke", "send", [key, value])
+        op(0, "ok", "send", [key, [offset, value]])
+    op(0, "invoke", "send", [1, 10])
+    op(0, "ok", "send", [1, [0, 10]])
+    op(1, "invoke", "poll", None)
+    op(1, "ok", "poll", {"0": [[1, 2]]})          # value 2 read; value 1 (offset 0) below it: lost-write already
+    op("nemesis", "info", "final", {"healed": True, "restarted": []})
+    op(2, "invoke", "poll", None)
+    if absent:
+        op(2, "ok", "poll", {"0": []}, absent={"0": "NotFoundError: stream not found"})
+    else:
+        op(2, "ok", "poll", {"0": []})
+    op(2, "invoke", "poll", None)
+    op(2, "ok", "poll", {"1": [[0, 10]]})
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    (tmp_path / "test.json").write_text(json.dumps({"system": "nats", "keys": 2}))
+    return tmp_path
+
+
+def test_every_acknowledged_send_to_a_gone_key_is_lost_write(tmp_path):
+    log = check_store(str(_store(tmp_path, absent=True)))["checkers"]["log"]
+    assert log["valid"] is False
+    assert log["counts"]["lost-write"] == 3 and log["counts"]["unseen"] == 0
+    assert log["absent"] == {"0": "NotFoundError: stream not found"} and log["lost_with_absent_logs"] == 2
+    examples = log["examples"]["lost-write"]
+    assert [(e["key"], e["offset"], e["value"]) for e in examples] == [(0, 0, 1), (0, 1, 2), (0, 2, 3)]
+    assert [e.get("absent") is not None for e in examples] == [False, True, True]
+    assert examples[1]["ops"][1] == 12          # the poll that found the stream gone
+
+
+def test_without_the_marker_the_kernels_verdict_stands(tmp_path):
+    log = check_store(str(_store(tmp_path, absent=False)))["checkers"]["log"]
+    assert log["counts"]["lost-write"] == 1 and log["counts"]["unseen"] == 1   # value 2 was read: no anomaly
+    assert "absent" not in log
