@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from checkers.store import check_store
+
+pytestmark = pytest.mark.unit
 
 
 def _store(tmp_path, absent: bool):
