@@ -27,7 +27,7 @@ def _store(out: subprocess.CompletedProcess) -> Path:
 def test_run_with_kill_pause_partition_ends_with_a_verdict_and_kafka_in_the_report(tmp_path):
     need_root()
     out = run_harness(tmp_path, "run", "--sut", "kafka", "--nemesis", "kill,pause,partition",
-                      "--nemesis-interval", "5", "--time-limit", "30", "--seed", "5", "--subnet", "10.221.9.0/24",
+                      "--nemesis-interval", "4", "--time-limit", "20", "--seed", "5", "--subnet", "10.221.9.0/24",
                       "--store", tmp_path / "s", timeout=500)
     store = _store(out)
     assert out.returncode in (0, 1), out.stderr[-3000:]
@@ -52,7 +52,7 @@ def test_run_with_kill_pause_partition_ends_with_a_verdict_and_kafka_in_the_repo
 def test_power_corrupt_and_packet_faults_run_on_kafka(tmp_path):
     need_root()
     out = run_harness(tmp_path, "run", "--sut", "kafka", "--nemesis", "power,corrupt,packet",
-                      "--nemesis-interval", "4", "--time-limit", "30", "--seed", "3", "--subnet", "10.221.10.0/24",
+                      "--nemesis-interval", "4", "--time-limit", "20", "--seed", "3", "--subnet", "10.221.10.0/24",
                       "--store", tmp_path / "s", timeout=500)
     store = _store(out)
     assert out.returncode in (0, 1), out.stderr[-3000:]
