@@ -26,7 +26,9 @@ truncated log. Offsets come from ListOffsets (`end_offset`: the HW).
 
 Metadata (`metadata`) is DescribeTopicPartitions (KIP-966; systems/kafka/describe.py),
 the one request that returns the leader epoch and the eligible leader
-replicas beside the leader and the ISR.
+replicas beside the leader and the ISR. The ZooKeeper-era brokers (0.10.2,
+0.11.0, 2.8) have no such request: the Metadata API answers leader, replicas
+and ISR (and, from 2.1 on, the leader epoch; before, the epoch is None).
 
 librdkafka is a blocking C library with its own threads: calls run on the
 event loop's worker threads, which inherit the client thread's network
@@ -118,7 +120,8 @@ class _Poller:
 
 class KafkaLogClient:
     def __init__(self, bootstrap: list[tuple[str, int]], request_timeout: float = 5.0,
-                 idempotent: bool = False, topic_config: dict | None = None):
+                 idempotent: bool = False, topic_config: dict | None = None, zk_version: str | None = None):
+        self.zk_version = zk_version       # a ZooKeeper-era broker version: metadata from the Metadata API
         self.topic_config = topic_config   # the DB's split of the run's settings (None: pick TOPIC_SETTINGS)
         self.brokers = list(bootstrap)
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)
@@ -186,11 +189,14 @@ class KafkaLogClient:
     async def describe(self) -> dict[int, dict]:
         """The partitions of the topic as DescribeTopicPartitions answers them
         (systems/kafka/describe.py), from the first broker that answers."""
-        from systems.kafka.describe import describe_partitions
+        from systems.kafka.describe import describe_partitions, metadata_partitions, metadata_version
 
         last: Exception | None = None
         for host, port in self.brokers:
             try:
+                if self.zk_version is not None:   # no DescribeTopicPartitions before 3.8: the Metadata API
+                    return await metadata_partitions(host, port, TOPIC, min(2.0, self.request_timeout),
+                                                     metadata_version(self.zk_version))
                 return await describe_partitions(host, port, TOPIC, min(2.0, self.request_timeout))
             except LookupError as e:
                 raise DefiniteError(str(e)) from None

@@ -28,11 +28,15 @@ from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons
 from systems.kafka import install
 from systems.kafka.client import KafkaLogClient
-from systems.kafka.config import BROKER_PORT, LOG4J2, render, topic_config
+from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
+                                  render_zookeeper, topic_config)
 from systems.kafka.inspector import KafkaInspector
 
 PROPS = "server.properties"
 LOG4J = "log4j2.properties"
+LOG4J_1 = "log4j.properties"   # the ZooKeeper-era brokers and ZooKeeper (log4j 1.x)
+ZOO_CFG = "zoo.cfg"
+ZOOKEEPER_HEAP = "128m"
 LOG = "kafka.log"
 SEGMENTS_PY = Path(__file__).resolve().with_name("segments.py")
 BROKER_HEAP = "512m"
@@ -56,9 +60,14 @@ class KafkaDb(NodeDaemons):
         self.system = system
         self.cluster = cluster
         self.options = options
-        self.controller = plan.roles.get("controller")   # None: combined quorum on the brokers
+        self.controller = plan.roles.get("controller")   # None: combined quorum on the brokers, or ZooKeeper
+        self.zookeeper = plan.roles.get("zookeeper")     # the ZooKeeper era's one ZooKeeper server
+        self.zk_era = install.zk_era(options.version)
+        if self.zk_era and not self.zookeeper:
+            raise ClusterError(f"Kafka {options.version} runs on ZooKeeper: the plan has no `zookeeper` host")
         self.nodes = list(plan.nodes)
-        self.hosts = [*([self.controller] if self.controller else []), *self.nodes]
+        role_host = self.zookeeper if self.zk_era else self.controller
+        self.hosts = [*([role_host] if role_host else []), *self.nodes]
         self.voters = [self.controller] if self.controller else list(self.nodes)
         self.settings = dict(shape.settings)
         self.keys = shape.keys
@@ -73,6 +82,8 @@ class KafkaDb(NodeDaemons):
 
     # -- where things are ------------------------------------------------
     def roles(self, node: str) -> str:
+        if node == self.zookeeper:
+            return "zookeeper"
         if node == self.controller:
             return "controller"
         return "broker" if self.controller else "broker,controller"
@@ -90,7 +101,8 @@ class KafkaDb(NodeDaemons):
             first = self.address(prefer)
             endpoints = [first] + [e for e in endpoints if e != first]
         return KafkaLogClient(endpoints, request_timeout, idempotent=self.options.idempotent,
-                              topic_config=topic_config(self.settings, self.options))
+                              topic_config=topic_config(self.settings, self.options),
+                              zk_version=self.options.version if self.zk_era else None)
 
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)
@@ -126,7 +138,7 @@ class KafkaDb(NodeDaemons):
             raise KafkaMissing(problem)
         if _separate_filesystem(remote):
             lib = os.path.join(self.cluster.layout.work_dir, "kafka-lib", self.options.version)
-            if remote.run(["test", "-f", os.path.join(lib, f"kafka_2.13-{self.options.version}.jar")],
+            if remote.run(["test", "-f", os.path.join(lib, install.broker_jar(self.options.version))],
                           check=False).returncode != 0:
                 remote.run(["mkdir", "-p", os.path.dirname(lib)])
                 remote.put(str(local_lib), lib)
@@ -136,6 +148,9 @@ class KafkaDb(NodeDaemons):
             lib, seg = str(local_lib), str(SEGMENTS_PY)
         self.lib[node], self.segments_py[node] = lib, seg
         remote.run(["mkdir", "-p", self.data_dir(node)])
+        if self.zk_era:
+            self._install_zk_era(node, addresses, tmp)
+            return
         props = render(node, self.roles(node), addresses, self.voters, self.data_dir(node), self.settings,
                        self.options, self.replication_factor)
         for name, text in ((PROPS, props), (LOG4J, LOG4J2)):
@@ -155,6 +170,21 @@ class KafkaDb(NodeDaemons):
         # leave a broker that cannot start, which is not what a test of the log is about.
         remote.run(["find", self.data_dir(node), "-exec", "sync", "{}", "+"], check=False, timeout=60)
 
+    def _install_zk_era(self, node: str, addresses: dict[str, str], tmp: str) -> None:
+        """zoo.cfg on the ZooKeeper host, server.properties on a broker, log4j 1.x on both;
+        nothing to format (the broker registers itself in ZooKeeper)."""
+        remote = self.cluster.remotes[node]
+        if node == self.zookeeper:
+            files = ((ZOO_CFG, render_zookeeper(self.data_dir(node), addresses[node])), (LOG4J_1, LOG4J1_ZOOKEEPER))
+        else:
+            props = render_zk_broker(node, addresses, self.zookeeper, self.data_dir(node), self.settings,
+                                     self.options, self.replication_factor)
+            files = ((PROPS, props), (LOG4J_1, LOG4J1))
+        for name, text in files:
+            local = os.path.join(tmp, f"{node}-{name}")
+            Path(local).write_text(text)
+            remote.put(local, os.path.join(self.node_dir(node), name))
+
     def install(self) -> None:
         """Java and the jars on every host, properties rendered, storage formatted
         (the hosts in parallel: each format is a JVM start)."""
@@ -169,16 +199,41 @@ class KafkaDb(NodeDaemons):
 
     def setup(self) -> None:
         self.install()
+        if self.zk_era:
+            self.start(self.zookeeper)
+            self._await_zookeeper()
+            for n in self.nodes:
+                self.start(n)
+            return
         for n in self.hosts:
             self.start(n)
 
+    def _await_zookeeper(self, timeout: float = 60.0) -> None:
+        """Until ZooKeeper accepts connections (a 0.10.2 broker that cannot reach it
+        within zookeeper.connection.timeout.ms exits), asked from the ZooKeeper host."""
+        remote = self.cluster.remotes[self.zookeeper]
+        probe = ("import socket,sys,time\nend=time.time()+%f\nwhile time.time()<end:\n"
+                 "  try:\n    socket.create_connection((sys.argv[1],%d),1).close(); sys.exit(0)\n"
+                 "  except OSError: time.sleep(0.2)\nsys.exit(1)\n" % (timeout, ZK_PORT))
+        out = remote.run([self.cluster.layout.python, "-c", probe, remote.address], check=False, timeout=timeout + 10)
+        if out.returncode != 0:
+            why = self.exited_at_startup([self.zookeeper], "ZooKeeper")
+            raise ClusterError(why or f"ZooKeeper on {self.zookeeper} does not accept connections on port "
+                                      f"{ZK_PORT} after {timeout:.0f} s")
+
     # -- processes -----------------------------------------------------------
     def _java(self, node: str, heap: str) -> list[str]:
-        return [self.options.java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS,
-                f"-Dlog4j2.configurationFile={os.path.join(self.node_dir(node), LOG4J)}",
+        log = (f"-Dlog4j.configuration=file:{os.path.join(self.node_dir(node), LOG4J_1)}" if self.zk_era else
+               f"-Dlog4j2.configurationFile={os.path.join(self.node_dir(node), LOG4J)}")
+        return [self.options.java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS, log,
                 "-cp", os.path.join(self.lib[node], "*")]
 
     def start(self, node: str) -> None:
+        if node == self.zookeeper:
+            argv = [*self._java(node, ZOOKEEPER_HEAP), "org.apache.zookeeper.server.ZooKeeperServerMain",
+                    os.path.join(self.node_dir(node), ZOO_CFG)]
+            self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
+            return
         heap = CONTROLLER_HEAP if node == self.controller else BROKER_HEAP
         argv = [*self._java(node, heap), "kafka.Kafka", self.props_path(node)]
         self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
@@ -189,8 +244,9 @@ class KafkaDb(NodeDaemons):
     def teardown(self, grace: float = 20.0) -> None:
         """Brokers first (a controlled shutdown needs the controller), then the quorum."""
         self.stop_daemons(self.nodes, grace)
-        if self.controller:
-            self.stop_daemons([self.controller], grace)
+        for role_host in (self.controller, self.zookeeper):
+            if role_host:
+                self.stop_daemons([role_host], grace)
 
     def collect(self, node: str, dest: Path) -> None:
         """The node's log, properties and offset checkpoints and, the node being
@@ -202,7 +258,7 @@ class KafkaDb(NodeDaemons):
                 remote.get(path, str(dest / os.path.basename(path)))
             except Exception:  # never started, or the host is gone
                 pass
-        if node == self.controller or node not in self.lib:
+        if node in (self.controller, self.zookeeper) or node not in self.lib:
             return
         data = self.stored_data_dir(node)
         out = remote.run(["find", data, "-maxdepth", "2", "-name", "*checkpoint"], check=False)
