@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.cluster.base import ClusterError
 from harness.sut import HostPlan, RunShape
-from systems.daemons import NodeDaemons
+from systems.daemons import NodeDaemons, last_line
 from systems.kafka import install
 from systems.kafka.client import KafkaLogClient
 from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
@@ -36,6 +36,12 @@ PROPS = "server.properties"
 LOG4J = "log4j2.properties"
 LOG4J_1 = "log4j.properties"   # the ZooKeeper-era brokers and ZooKeeper (log4j 1.x)
 ZOO_CFG = "zoo.cfg"
+# ZooKeeper era: the controller is whichever broker registers first. A broker on the
+# `zk` host (id 100, no replica of the topic), started before n1..nN, is it: the
+# controller is then never cut off with a replica, as KRaft's `ctl` is not.
+ZK_CONTROLLER = "controller"          # its daemon's name on the zk host
+ZK_CONTROLLER_LOG = "controller.log"
+ZK_CONTROLLER_PROPS = "controller.properties"
 ZOOKEEPER_HEAP = "128m"
 LOG = "kafka.log"
 SEGMENTS_PY = Path(__file__).resolve().with_name("segments.py")
@@ -102,7 +108,9 @@ class KafkaDb(NodeDaemons):
             endpoints = [first] + [e for e in endpoints if e != first]
         return KafkaLogClient(endpoints, request_timeout, idempotent=self.options.idempotent,
                               topic_config=topic_config(self.settings, self.options),
-                              zk_version=self.options.version if self.zk_era else None)
+                              zk_version=self.options.version if self.zk_era else None,
+                              controller=self.address(self.zookeeper) if self.zk_era else None,
+                              broker_ids=[int(n[1:]) for n in self.nodes] if self.zk_era else None)
 
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)
@@ -175,7 +183,10 @@ class KafkaDb(NodeDaemons):
         nothing to format (the broker registers itself in ZooKeeper)."""
         remote = self.cluster.remotes[node]
         if node == self.zookeeper:
-            files = ((ZOO_CFG, render_zookeeper(self.data_dir(node), addresses[node])), (LOG4J_1, LOG4J1_ZOOKEEPER))
+            ctl = render_zk_broker(node, addresses, self.zookeeper, os.path.join(self.node_dir(node), "controller-data"),
+                                   self.settings, self.options, self.replication_factor)
+            files = ((ZOO_CFG, render_zookeeper(self.data_dir(node), addresses[node])), (LOG4J_1, LOG4J1_ZOOKEEPER),
+                     (ZK_CONTROLLER_PROPS, ctl))
         else:
             props = render_zk_broker(node, addresses, self.zookeeper, self.data_dir(node), self.settings,
                                      self.options, self.replication_factor)
@@ -202,11 +213,39 @@ class KafkaDb(NodeDaemons):
         if self.zk_era:
             self.start(self.zookeeper)
             self._await_zookeeper()
+            self._start_zk_controller()
             for n in self.nodes:
                 self.start(n)
             return
         for n in self.hosts:
             self.start(n)
+
+    def _start_zk_controller(self, timeout: float = 90.0) -> None:
+        """The controller broker on the zk host; n1..nN start once it answers ApiVersions
+        (0.10.2-2.8 answer requests only after the controller's startup: it won the election)."""
+        import time as _time
+
+        remote = self.cluster.remotes[self.zookeeper]
+        argv = [*self._java(self.zookeeper, CONTROLLER_HEAP), "kafka.Kafka",
+                os.path.join(self.node_dir(self.zookeeper), ZK_CONTROLLER_PROPS)]
+        remote.start_daemon(ZK_CONTROLLER, argv, os.path.join(self.node_dir(self.zookeeper), ZK_CONTROLLER_LOG))
+        host, port = self.address(self.zookeeper)
+        probe = ("import socket,struct,sys\ntry:\n  s=socket.create_connection((sys.argv[1],int(sys.argv[2])),1)\n"
+                 "  s.settimeout(1); b=struct.pack('>hhih',18,0,1,5)+b'probe'\n"
+                 "  s.sendall(struct.pack('>i',len(b))+b); d=s.recv(8)\n"
+                 "  sys.exit(0 if len(d)==8 and struct.unpack('>i',d[4:])[0]==1 else 1)\n"
+                 "except OSError: sys.exit(1)\n")
+        end = _time.monotonic() + timeout
+        while _time.monotonic() < end:
+            if not remote.daemon_running(ZK_CONTROLLER):
+                out = remote.run(["tail", "-n", "5", os.path.join(self.node_dir(self.zookeeper), ZK_CONTROLLER_LOG)],
+                                 check=False).stdout
+                raise ClusterError(f"the controller broker on {self.zookeeper} exited at startup: {last_line(out)}")
+            if remote.run([self.cluster.layout.python, "-c", probe, host, str(port)], check=False,
+                          timeout=10).returncode == 0:
+                return
+            _time.sleep(0.5)
+        raise ClusterError(f"the controller broker on {self.zookeeper} does not answer after {timeout:.0f} s")
 
     def _await_zookeeper(self, timeout: float = 60.0) -> None:
         """Until ZooKeeper accepts connections (a 0.10.2 broker that cannot reach it
@@ -244,9 +283,23 @@ class KafkaDb(NodeDaemons):
     def teardown(self, grace: float = 20.0) -> None:
         """Brokers first (a controlled shutdown needs the controller), then the quorum."""
         self.stop_daemons(self.nodes, grace)
+        if self.zookeeper:
+            self._stop_zk_controller(grace)
         for role_host in (self.controller, self.zookeeper):
             if role_host:
                 self.stop_daemons([role_host], grace)
+
+    def _stop_zk_controller(self, grace: float) -> None:
+        import signal as _signal
+        import time as _time
+
+        remote = self.cluster.remotes[self.zookeeper]
+        remote.signal(ZK_CONTROLLER, _signal.SIGCONT)
+        remote.signal(ZK_CONTROLLER, _signal.SIGTERM)
+        end = _time.monotonic() + grace
+        while _time.monotonic() < end and remote.daemon_running(ZK_CONTROLLER):
+            _time.sleep(0.1)
+        remote.signal(ZK_CONTROLLER, _signal.SIGKILL)
 
     def collect(self, node: str, dest: Path) -> None:
         """The node's log, properties and offset checkpoints and, the node being
@@ -258,6 +311,12 @@ class KafkaDb(NodeDaemons):
                 remote.get(path, str(dest / os.path.basename(path)))
             except Exception:  # never started, or the host is gone
                 pass
+        if node == self.zookeeper:
+            for name in (ZK_CONTROLLER_LOG, ZK_CONTROLLER_PROPS):
+                try:
+                    remote.get(os.path.join(self.node_dir(node), name), str(dest / name))
+                except Exception:
+                    pass
         if node in (self.controller, self.zookeeper) or node not in self.lib:
             return
         data = self.stored_data_dir(node)
