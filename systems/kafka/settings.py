@@ -25,7 +25,8 @@ HERE = Path(__file__).resolve().parent / "settings"
 # ZooKeeper session (zookeeper.session.timeout.ms; the client heartbeats at a
 # third of it), so the heartbeat interval has no counterpart (None: dropped).
 ZK_EQUIVALENTS = {"broker.session.timeout.ms": "zookeeper.session.timeout.ms",
-                  "broker.heartbeat.interval.ms": None}
+                  "broker.heartbeat.interval.ms": None,
+                  "unclean.leader.election.interval.ms": None}   # ZooKeeper's controller elects at once
 
 
 def zk_era(version: str) -> bool:
