@@ -29,7 +29,8 @@ leader's own ISR lines
   Partition [log,0] on broker 1: Expanding ISR for partition log-0 from 1 to 1,2          (0.10.2)
   [Partition log-0 broker=1] Shrinking ISR from 1,2 to 1. Leader: (highWatermark: ...)    (2.x, as 4.x)
 truncations
-  Truncating log log-0 to offset 3. (kafka.log.Log)                                       (0.10.2, 0.11)
+  Truncating log log-0 to offset 3. (kafka.log.Log)                                       (0.10.2)
+  Truncating log-0 to 3 (kafka.log.Log), "Truncating log-0 to 0 has no effect ..." (nothing removed) (0.11)
   [Log partition=log-0, dir=...] Truncating to offset 3                                   (2.x)
   Replica 1 for partition log-0 reset its fetch offset from 5 to current leader 2's latest offset 3
 and the halt of a follower ahead of its new leader with unclean election off (0.10.2)
@@ -60,7 +61,7 @@ _ZK_SHRINK = re.compile(r"Partition \[" + TOPIC + r",(\d+)\] on broker \d+: Shri
                         r"from ([\d,]*) to ([\d,]*)")
 _ZK_EXPAND = re.compile(r"Partition \[" + TOPIC + r",(\d+)\] on broker \d+: Expanding ISR (?:for partition \S+ )?"
                         r"from ([\d,]*) to ([\d,]*)")
-_ZK_LOG = re.compile(r"Truncating log " + TOPIC + r"-(\d+) to offset (\d+)\.")
+_ZK_LOG = re.compile(r"Truncating (?:log )?" + TOPIC + r"-(\d+) to (?:offset )?(\d+)(?:\.| has no effect)")
 _ZK_RESET = re.compile(r"Replica \d+ for partition " + TOPIC + r"-(\d+) reset its fetch offset from (\d+) to current "
                        r"leader \d+'s latest offset (\d+)")
 _ZK_HALT = re.compile(r"Exiting because log truncation is not allowed for partition " + TOPIC + r"-(\d+), Current "
@@ -135,7 +136,7 @@ class _Reader:
         if (x := _ZK_LOG.search(line)):
             key, to = int(x.group(1)), int(x.group(2))
             fetcher = self.pending.pop(key, None)
-            if fetcher is None:
+            if fetcher is None and "has no effect" not in line:
                 self.event(time, key, "truncate", **{"from": None}, to=to)
             return
         if (x := _FETCHER.search(line)):
