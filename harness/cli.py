@@ -476,8 +476,16 @@ def scenario(
     known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
     json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
+    compare: bool = typer.Option(False, "--compare",
+                                 help="NAME (or all) on the replica's eras and the Kafka release of each, side by side"),
+    runs: int = typer.Option(1, "--runs", help="--compare: runs per era and release"),
+    from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
+    if compare:
+        compare_command = _entry("nemesis.scenarios.compare", "compare_command")
+        raise typer.Exit(compare_command(name, store_root, runs=runs, from_store=from_store, subnet=subnet,
+                                         backend=backend))
     run_command = _entry("nemesis.scenarios.cli", "run_command")
     with stdout_to_stderr(json_out) as lines:  # the store path is the last line printed
         code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend, system=system,
