@@ -108,6 +108,9 @@ def render_zk_broker(node: str, addresses: dict[str, str], zookeeper: str, data_
         "zookeeper.connect": f"{addresses[zookeeper]}:{ZK_PORT}",
         "log.dirs": data_dir,
         "offsets.topic.replication.factor": replication_factor,
+        # the client's consumer group creates __consumer_offsets on first use: one partition, not
+        # 50 (50 x replication factor replicas made at once on two cores timed a first send out)
+        "offsets.topic.num.partitions": 1,
         "auto.create.topics.enable": False,
         "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
     }
