@@ -32,6 +32,7 @@ truncations
   Truncating log log-0 to offset 3. (kafka.log.Log)                                       (0.10.2)
   Truncating log-0 to 3 (kafka.log.Log), "Truncating log-0 to 0 has no effect ..." (nothing removed) (0.11)
   [Log partition=log-0, dir=...] Truncating to offset 3                                   (2.x)
+  [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Truncating partition log-0 to local high watermark 0 (2.x)
   Replica 1 for partition log-0 reset its fetch offset from 5 to current leader 2's latest offset 3
 and the halt of a follower ahead of its new leader with unclean election off (0.10.2)
   Exiting because log truncation is not allowed for partition log-0, Current leader 2's latest offset 3
@@ -64,6 +65,7 @@ _ZK_EXPAND = re.compile(r"Partition \[" + TOPIC + r",(\d+)\] on broker \d+: Expa
 _ZK_LOG = re.compile(r"Truncating (?:log )?" + TOPIC + r"-(\d+) to (?:offset )?(\d+)(?:\.| has no effect)")
 _ZK_RESET = re.compile(r"Replica \d+ for partition " + TOPIC + r"-(\d+) reset its fetch offset from (\d+) to current "
                        r"leader \d+'s latest offset (\d+)")
+_HW_FETCHER = re.compile(r"Truncating partition " + TOPIC + r"-(\d+) to local high watermark (\d+)")   # 2.x
 _ZK_HALT = re.compile(r"Exiting because log truncation is not allowed for partition " + TOPIC + r"-(\d+), Current "
                       r"leader (\d+)'s latest offset (\d+) is less than replica (\d+)'s latest offset (\d+)")
 _LOG = re.compile(r"\[(?:Unified)?Log partition=" + TOPIC + r"-(\d+), dir=[^\]]*\] Truncating to (?:offset )?(\d+)"
@@ -138,6 +140,11 @@ class _Reader:
             fetcher = self.pending.pop(key, None)
             if fetcher is None and "has no effect" not in line:
                 self.event(time, key, "truncate", **{"from": None}, to=to)
+            return
+        if (x := _HW_FETCHER.search(line)):
+            key = int(x.group(1))
+            self.pending[key] = self.event(time, key, "truncate", **{"from": None}, to=int(x.group(2)),
+                                           reason="local high watermark")
             return
         if (x := _FETCHER.search(line)):
             key = int(x.group(1))
