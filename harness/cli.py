@@ -483,7 +483,7 @@ def scenario(
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     if compare:
-        compare_command = _entry("nemesis.scenarios.compare", "compare_command")
+        compare_command = _entry("systems.kafka.compare", "compare_command")
         raise typer.Exit(compare_command(name, store_root, runs=runs, from_store=from_store, subnet=subnet,
                                          backend=backend))
     run_command = _entry("nemesis.scenarios.cli", "run_command")

@@ -1,4 +1,4 @@
-"""`harness scenario --compare NAME`: the replica's model of each replication
+"""`harness scenario --compare NAME` (harness/cli.py): the replica's model of each replication
 era against the Kafka release of that era, on the same scenario.
 
 Eras and releases: `hw` (high-watermark truncation) = Kafka 0.10.2.2,
