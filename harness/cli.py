@@ -479,8 +479,16 @@ def scenario(
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
     option: List[str] = typer.Option([], "--option", help="system option key=value over the scenario's, repeatable "
                                      "(nats: version=debian|X.Y.Z, sync_interval=always)"),
+    compare: bool = typer.Option(False, "--compare",
+                                 help="NAME (or all) on the replica's eras and the Kafka release of each, side by side"),
+    runs: int = typer.Option(1, "--runs", help="--compare: runs per era and release"),
+    from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
+    if compare:
+        compare_command = _entry("systems.kafka.compare", "compare_command")
+        raise typer.Exit(compare_command(name, store_root, runs=runs, from_store=from_store, subnet=subnet,
+                                         backend=backend))
     run_command = _entry("nemesis.scenarios.cli", "run_command")
     with stdout_to_stderr(json_out) as lines:  # the store path is the last line printed
         code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend, system=system,

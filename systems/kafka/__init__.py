@@ -1,5 +1,11 @@
-"""Apache Kafka (4.x on KRaft; jars from Maven Central, confluent-kafka on
-the data path) as a system under test.
+"""Apache Kafka (4.x on KRaft; 0.10.2, 0.11.0 and 2.8 on ZooKeeper; jars from
+Maven Central, confluent-kafka on the data path) as a system under test.
+
+ZooKeeper era (`version` 0.10.2.2, 0.11.0.3 or 2.8.2): one ZooKeeper server
+(the version's own, from its jars) on the role host `zk`, brokers on n1..nN;
+KRaft-only settings are rendered as their ZooKeeper-era equivalents
+(systems/kafka/config.py ZK_EQUIVALENTS); the inspector reads leaders and ISR
+from the Metadata API (no DescribeTopicPartitions; no leader epoch, no ELR).
 
 Hosts: brokers n1..nN (broker id i on n<i>) and, by default, one
 controller-only KRaft node on the role host `ctl` (id 100): with a combined
@@ -34,8 +40,12 @@ from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, 
                          SystemOptions)
 
 CONTROLLER = "ctl"
+ZOOKEEPER = "zk"
 DEFAULT_VERSION = "4.1.1"
-VERSIONS = ("4.0.1", "4.1.1", "4.2.1")   # served by Maven Central (mvn dependency:get), 2026-11-26
+# The replication eras on ZooKeeper (one ZooKeeper server on the role host `zk`):
+# 0.10.2 (high-watermark truncation), 0.11.0 (KIP-101 leader epochs), 2.8 (KIP-279).
+ZK_VERSIONS = ("0.10.2.2", "0.11.0.3", "2.8.2")
+VERSIONS = (*ZK_VERSIONS, "4.0.1", "4.1.1", "4.2.1")   # served by Maven Central (mvn dependency:get), 2026-11-26
 
 
 class KafkaOptions(SystemOptions):
@@ -49,15 +59,24 @@ class KafkaOptions(SystemOptions):
     @field_validator("version")
     @classmethod
     def _kraft_version(cls, v: str) -> str:
+        if v in ZK_VERSIONS:
+            return v
         if not re.fullmatch(r"\d+\.\d+\.\d+", v):
-            raise ValueError(f"version {v!r}: give a Kafka release like {DEFAULT_VERSION}")
+            raise ValueError(f"version {v!r}: give a Kafka release like {DEFAULT_VERSION} or one of "
+                             f"{', '.join(ZK_VERSIONS)}")
         if int(v.split(".")[0]) < 4:
-            raise ValueError(f"version {v}: this adapter runs Kafka 4.x on KRaft; use 4.0.0 or later")
+            raise ValueError(f"version {v}: before 4.0 this adapter runs {', '.join(ZK_VERSIONS)} (on ZooKeeper); "
+                             f"4.0.0 or later on KRaft")
         return v
 
 
 def plan_roles(settings: dict, options: KafkaOptions | None = None) -> dict:
-    """The controller host, unless the quorum is combined into the brokers."""
+    """The controller host (KRaft), unless the quorum is combined into the brokers;
+    the ZooKeeper host for the ZooKeeper-era versions."""
+    from systems.kafka.install import zk_era
+
+    if options is not None and zk_era(options.version):
+        return {"zookeeper": ZOOKEEPER}
     if options is not None and options.controllers == "combined":
         return {}
     return {"controller": CONTROLLER}
@@ -92,8 +111,8 @@ def setting_value(name: str, settings: dict, options: KafkaOptions) -> float:
 
 SYSTEM = System(
     name="kafka",
-    description="Apache Kafka 4.x (KRaft, jars from Maven Central, confluent-kafka): topic `log`, "
-                "controller ctl + brokers n1..nN",
+    description="Apache Kafka 4.x (KRaft) or 0.10.2/0.11/2.8 (ZooKeeper) (jars from Maven Central, "
+                "confluent-kafka): topic `log`, controller ctl or zookeeper zk + brokers n1..nN",
     options=KafkaOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS}),
     make_db=_make_db,

@@ -28,7 +28,9 @@ truncated log. Offsets come from ListOffsets (`end_offset`: the HW).
 
 Metadata (`metadata`) is DescribeTopicPartitions (KIP-966; systems/kafka/describe.py),
 the one request that returns the leader epoch and the eligible leader
-replicas beside the leader and the ISR.
+replicas beside the leader and the ISR. The ZooKeeper-era brokers (0.10.2,
+0.11.0, 2.8) have no such request: the Metadata API answers leader, replicas
+and ISR (and, from 2.1 on, the leader epoch; before, the epoch is None).
 
 librdkafka is a blocking C library with its own threads: calls run on the
 event loop's worker threads, which inherit the client thread's network
@@ -124,7 +126,11 @@ class _Poller:
 
 class KafkaLogClient:
     def __init__(self, bootstrap: list[tuple[str, int]], request_timeout: float = 5.0,
-                 idempotent: bool = False, topic_config: dict | None = None):
+                 idempotent: bool = False, topic_config: dict | None = None, zk_version: str | None = None,
+                 controller: tuple[str, int] | None = None, broker_ids: list[int] | None = None):
+        self.zk_version = zk_version       # a ZooKeeper-era broker version: metadata from the Metadata API
+        self.controller = controller       # ZooKeeper era: the controller broker, asked for metadata first
+        self.broker_ids = broker_ids       # ZooKeeper era: the topic's replicas go on these brokers only
         self.topic_config = topic_config   # the DB's split of the run's settings (None: pick TOPIC_SETTINGS)
         self.brokers = list(bootstrap)
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)
@@ -176,7 +182,14 @@ class KafkaLogClient:
 
         def create() -> None:
             admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-            futures = admin.create_topics([NewTopic(TOPIC, keys, replication_factor, config=topic_config)],
+            if self.broker_ids:   # Kafka's round-robin, over the data brokers (not the controller's)
+                ids = self.broker_ids
+                assignment = [[ids[(p + i) % len(ids)] for i in range(replication_factor)] for p in range(keys)]
+                new = NewTopic(TOPIC, keys, replica_assignment=assignment,
+                               config=topic_config)
+            else:
+                new = NewTopic(TOPIC, keys, replication_factor, config=topic_config)
+            futures = admin.create_topics([new],
                                           request_timeout=self.request_timeout)
             try:
                 futures[TOPIC].result(timeout=self.request_timeout + 1)
@@ -192,16 +205,24 @@ class KafkaLogClient:
     async def describe(self) -> dict[int, dict]:
         """The partitions of the topic as DescribeTopicPartitions answers them
         (systems/kafka/describe.py), from the first broker that answers."""
-        from systems.kafka.describe import describe_partitions
+        from systems.kafka.describe import describe_partitions, metadata_partitions, metadata_version
 
         last: Exception | None = None
-        for host, port in self.brokers:
+        unknown: LookupError | None = None
+        for host, port in ([self.controller] if self.controller else []) + self.brokers:
             try:
+                if self.zk_version is not None:   # no DescribeTopicPartitions before 3.8: the Metadata API
+                    return await metadata_partitions(host, port, TOPIC, min(2.0, self.request_timeout),
+                                                     metadata_version(self.zk_version))
                 return await describe_partitions(host, port, TOPIC, min(2.0, self.request_timeout))
             except LookupError as e:   # the broker answered: no such topic
-                raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION: {e}") from None
+                if self.zk_version is None:
+                    raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION: {e}") from None
+                unknown = e   # a ZooKeeper-era broker's metadata cache lags the controller's: ask the next one
             except Exception as e:  # down, paused, cut off, or not ready: ask the next one
                 last = e
+        if unknown is not None:   # no broker knows the topic
+            raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION: {unknown}")
         raise IndefiniteError(f"describe: no broker answered ({type(last).__name__}: {last})")
 
     async def send(self, key: int, value, acks: str = "all") -> int:

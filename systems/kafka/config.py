@@ -89,6 +89,49 @@ def render(node: str, roles: str, addresses: dict[str, str], voters: list[str], 
     return "".join(f"{k}={fmt(v)}\n" for k, v in props.items())
 
 
+ZK_PORT = 2181
+
+
+def render_zk_broker(node: str, addresses: dict[str, str], zookeeper: str, data_dir: str, settings: dict,
+                     options, replication_factor: int) -> str:
+    """server.properties of a ZooKeeper-era broker (0.10.2, 0.11.0, 2.x): broker.id
+    instead of node.id, zookeeper.connect instead of a quorum; only names the
+    version knows (0.10.2 has no transaction or rebalance-delay settings). The
+    log cleaner's dedupe buffer (128 MiB by default, allocated at startup) is
+    made small so that a broker fits the small heap these tests give it."""
+    me = addresses[node]
+    line = tuple(int(x) for x in options.version.split(".")[:2])
+    props: dict[str, object] = {
+        "broker.id": node_id(node),
+        "listeners": f"PLAINTEXT://{me}:{BROKER_PORT}",
+        "advertised.listeners": f"PLAINTEXT://{me}:{BROKER_PORT}",
+        "zookeeper.connect": f"{addresses[zookeeper]}:{ZK_PORT}",
+        "log.dirs": data_dir,
+        "offsets.topic.replication.factor": replication_factor,
+        # the client's consumer group creates __consumer_offsets on first use: one partition, not
+        # 50 (50 x replication factor replicas made at once on two cores timed a first send out)
+        "offsets.topic.num.partitions": 1,
+        "auto.create.topics.enable": False,
+        "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
+    }
+    if line >= (0, 11):
+        props.update({"transaction.state.log.replication.factor": replication_factor,
+                      "transaction.state.log.min.isr": 1, "group.initial.rebalance.delay.ms": 0})
+    if options.fsync == "every":
+        props["log.flush.interval.messages"] = 1
+    broker_settings, _topic = names.split(settings, options.version)
+    props.update(broker_settings)
+    return "".join(f"{k}={fmt(v)}\n" for k, v in props.items())
+
+
+def render_zookeeper(data_dir: str, address: str) -> str:
+    """zoo.cfg of the one ZooKeeper server (standalone). tickTime 500 ms lets the
+    brokers' sessions be as short as 1 s (ZooKeeper's floor is 2 ticks); the admin
+    server (ZooKeeper 3.5+, it needs Jetty) is off."""
+    return (f"dataDir={data_dir}\nclientPort={ZK_PORT}\nclientPortAddress={address}\ntickTime=500\n"
+            f"maxSessionTimeout=60000\nadmin.enableServer=false\n")
+
+
 def topic_config(settings: dict, options) -> dict:
     """CreateTopics configs of the run's topic."""
     _broker, topic = names.split(settings, options.version)
@@ -118,3 +161,19 @@ logger.zk.level = WARN
 logger.partitions.name = org.apache.kafka.controller.ReplicationControlManager
 logger.partitions.level = DEBUG
 """
+
+
+LOG4J1 = """\
+# log4j 1.x (the ZooKeeper-era brokers): one console appender, the daemon's stdout is kafka.log; times in UTC.
+log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.EnhancedPatternLayout
+log4j.appender.out.layout.ConversionPattern=[%d{yyyy-MM-dd'T'HH:mm:ss.SSS'Z'}{UTC}] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.I0Itec.zkclient=WARN
+log4j.logger.kafka.controller=INFO
+log4j.logger.state.change.logger=INFO
+"""
+
+LOG4J1_ZOOKEEPER = LOG4J1.replace("log4j.logger.org.apache.zookeeper=WARN", "log4j.logger.org.apache.zookeeper=INFO")

@@ -25,14 +25,24 @@ from pathlib import Path
 
 from harness.cluster.base import ClusterError
 from harness.sut import HostPlan, RunShape
-from systems.daemons import NodeDaemons
+from systems.daemons import NodeDaemons, last_line
 from systems.kafka import install
 from systems.kafka.client import KafkaLogClient
-from systems.kafka.config import BROKER_PORT, LOG4J2, render, topic_config
+from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
+                                  render_zookeeper, topic_config)
 from systems.kafka.inspector import KafkaInspector
 
 PROPS = "server.properties"
 LOG4J = "log4j2.properties"
+LOG4J_1 = "log4j.properties"   # the ZooKeeper-era brokers and ZooKeeper (log4j 1.x)
+ZOO_CFG = "zoo.cfg"
+# ZooKeeper era: the controller is whichever broker registers first. A broker on the
+# `zk` host (id 100, no replica of the topic), started before n1..nN, is it: the
+# controller is then never cut off with a replica, as KRaft's `ctl` is not.
+ZK_CONTROLLER = "controller"          # its daemon's name on the zk host
+ZK_CONTROLLER_LOG = "controller.log"
+ZK_CONTROLLER_PROPS = "controller.properties"
+ZOOKEEPER_HEAP = "128m"
 LOG = "kafka.log"
 SEGMENTS_PY = Path(__file__).resolve().with_name("segments.py")
 STARTED = "Kafka Server started"   # KafkaRaftServer's line once a node (broker or controller) is up
@@ -57,9 +67,14 @@ class KafkaDb(NodeDaemons):
         self.system = system
         self.cluster = cluster
         self.options = options
-        self.controller = plan.roles.get("controller")   # None: combined quorum on the brokers
+        self.controller = plan.roles.get("controller")   # None: combined quorum on the brokers, or ZooKeeper
+        self.zookeeper = plan.roles.get("zookeeper")     # the ZooKeeper era's one ZooKeeper server
+        self.zk_era = install.zk_era(options.version)
+        if self.zk_era and not self.zookeeper:
+            raise ClusterError(f"Kafka {options.version} runs on ZooKeeper: the plan has no `zookeeper` host")
         self.nodes = list(plan.nodes)
-        self.hosts = [*([self.controller] if self.controller else []), *self.nodes]
+        role_host = self.zookeeper if self.zk_era else self.controller
+        self.hosts = [*([role_host] if role_host else []), *self.nodes]
         self.voters = [self.controller] if self.controller else list(self.nodes)
         self.settings = dict(shape.settings)
         self.keys = shape.keys
@@ -74,6 +89,8 @@ class KafkaDb(NodeDaemons):
 
     # -- where things are ------------------------------------------------
     def roles(self, node: str) -> str:
+        if node == self.zookeeper:
+            return "zookeeper"
         if node == self.controller:
             return "controller"
         return "broker" if self.controller else "broker,controller"
@@ -91,7 +108,10 @@ class KafkaDb(NodeDaemons):
             first = self.address(prefer)
             endpoints = [first] + [e for e in endpoints if e != first]
         return KafkaLogClient(endpoints, request_timeout, idempotent=self.options.idempotent,
-                              topic_config=topic_config(self.settings, self.options))
+                              topic_config=topic_config(self.settings, self.options),
+                              zk_version=self.options.version if self.zk_era else None,
+                              controller=self.address(self.zookeeper) if self.zk_era else None,
+                              broker_ids=[int(n[1:]) for n in self.nodes] if self.zk_era else None)
 
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)
@@ -127,7 +147,7 @@ class KafkaDb(NodeDaemons):
             raise KafkaMissing(problem)
         if _separate_filesystem(remote):
             lib = os.path.join(self.cluster.layout.work_dir, "kafka-lib", self.options.version)
-            if remote.run(["test", "-f", os.path.join(lib, f"kafka_2.13-{self.options.version}.jar")],
+            if remote.run(["test", "-f", os.path.join(lib, install.broker_jar(self.options.version))],
                           check=False).returncode != 0:
                 remote.run(["mkdir", "-p", os.path.dirname(lib)])
                 remote.put(str(local_lib), lib)
@@ -137,6 +157,9 @@ class KafkaDb(NodeDaemons):
             lib, seg = str(local_lib), str(SEGMENTS_PY)
         self.lib[node], self.segments_py[node] = lib, seg
         remote.run(["mkdir", "-p", self.data_dir(node)])
+        if self.zk_era:
+            self._install_zk_era(node, addresses, tmp)
+            return
         props = render(node, self.roles(node), addresses, self.voters, self.data_dir(node), self.settings,
                        self.options, self.replication_factor)
         for name, text in ((PROPS, props), (LOG4J, LOG4J2)):
@@ -156,6 +179,24 @@ class KafkaDb(NodeDaemons):
         # leave a broker that cannot start, which is not what a test of the log is about.
         remote.run(["find", self.data_dir(node), "-exec", "sync", "{}", "+"], check=False, timeout=60)
 
+    def _install_zk_era(self, node: str, addresses: dict[str, str], tmp: str) -> None:
+        """zoo.cfg on the ZooKeeper host, server.properties on a broker, log4j 1.x on both;
+        nothing to format (the broker registers itself in ZooKeeper)."""
+        remote = self.cluster.remotes[node]
+        if node == self.zookeeper:
+            ctl = render_zk_broker(node, addresses, self.zookeeper, os.path.join(self.node_dir(node), "controller-data"),
+                                   self.settings, self.options, self.replication_factor)
+            files = ((ZOO_CFG, render_zookeeper(self.data_dir(node), addresses[node])), (LOG4J_1, LOG4J1_ZOOKEEPER),
+                     (ZK_CONTROLLER_PROPS, ctl))
+        else:
+            props = render_zk_broker(node, addresses, self.zookeeper, self.data_dir(node), self.settings,
+                                     self.options, self.replication_factor)
+            files = ((PROPS, props), (LOG4J_1, LOG4J1))
+        for name, text in files:
+            local = os.path.join(tmp, f"{node}-{name}")
+            Path(local).write_text(text)
+            remote.put(local, os.path.join(self.node_dir(node), name))
+
     def install(self) -> None:
         """Java and the jars on every host, properties rendered, storage formatted
         (the hosts in parallel: each format is a JVM start)."""
@@ -170,6 +211,13 @@ class KafkaDb(NodeDaemons):
 
     def setup(self) -> None:
         self.install()
+        if self.zk_era:
+            self.start(self.zookeeper)
+            self._await_zookeeper()
+            self._start_zk_controller()
+            for n in self.nodes:
+                self.start(n)
+            return
         for n in self.hosts:
             self.start(n)
         self.wait_started()
@@ -194,13 +242,59 @@ class KafkaDb(NodeDaemons):
             if pending:
                 time.sleep(0.5)
 
+    def _start_zk_controller(self, timeout: float = 90.0) -> None:
+        """The controller broker on the zk host; n1..nN start once it answers ApiVersions
+        (0.10.2-2.8 answer requests only after the controller's startup: it won the election)."""
+        import time as _time
+
+        remote = self.cluster.remotes[self.zookeeper]
+        argv = [*self._java(self.zookeeper, CONTROLLER_HEAP), "kafka.Kafka",
+                os.path.join(self.node_dir(self.zookeeper), ZK_CONTROLLER_PROPS)]
+        remote.start_daemon(ZK_CONTROLLER, argv, os.path.join(self.node_dir(self.zookeeper), ZK_CONTROLLER_LOG))
+        host, port = self.address(self.zookeeper)
+        probe = ("import socket,struct,sys\ntry:\n  s=socket.create_connection((sys.argv[1],int(sys.argv[2])),1)\n"
+                 "  s.settimeout(1); b=struct.pack('>hhih',18,0,1,5)+b'probe'\n"
+                 "  s.sendall(struct.pack('>i',len(b))+b); d=s.recv(8)\n"
+                 "  sys.exit(0 if len(d)==8 and struct.unpack('>i',d[4:])[0]==1 else 1)\n"
+                 "except OSError: sys.exit(1)\n")
+        end = _time.monotonic() + timeout
+        while _time.monotonic() < end:
+            if not remote.daemon_running(ZK_CONTROLLER):
+                out = remote.run(["tail", "-n", "5", os.path.join(self.node_dir(self.zookeeper), ZK_CONTROLLER_LOG)],
+                                 check=False).stdout
+                raise ClusterError(f"the controller broker on {self.zookeeper} exited at startup: {last_line(out)}")
+            if remote.run([self.cluster.layout.python, "-c", probe, host, str(port)], check=False,
+                          timeout=10).returncode == 0:
+                return
+            _time.sleep(0.5)
+        raise ClusterError(f"the controller broker on {self.zookeeper} does not answer after {timeout:.0f} s")
+
+    def _await_zookeeper(self, timeout: float = 60.0) -> None:
+        """Until ZooKeeper accepts connections (a 0.10.2 broker that cannot reach it
+        within zookeeper.connection.timeout.ms exits), asked from the ZooKeeper host."""
+        remote = self.cluster.remotes[self.zookeeper]
+        probe = ("import socket,sys,time\nend=time.time()+%f\nwhile time.time()<end:\n"
+                 "  try:\n    socket.create_connection((sys.argv[1],%d),1).close(); sys.exit(0)\n"
+                 "  except OSError: time.sleep(0.2)\nsys.exit(1)\n" % (timeout, ZK_PORT))
+        out = remote.run([self.cluster.layout.python, "-c", probe, remote.address], check=False, timeout=timeout + 10)
+        if out.returncode != 0:
+            why = self.exited_at_startup([self.zookeeper], "ZooKeeper")
+            raise ClusterError(why or f"ZooKeeper on {self.zookeeper} does not accept connections on port "
+                                      f"{ZK_PORT} after {timeout:.0f} s")
+
     # -- processes -----------------------------------------------------------
     def _java(self, node: str, heap: str) -> list[str]:
-        return [self.options.java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS,
-                f"-Dlog4j2.configurationFile={os.path.join(self.node_dir(node), LOG4J)}",
+        log = (f"-Dlog4j.configuration=file:{os.path.join(self.node_dir(node), LOG4J_1)}" if self.zk_era else
+               f"-Dlog4j2.configurationFile={os.path.join(self.node_dir(node), LOG4J)}")
+        return [self.options.java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS, log,
                 "-cp", os.path.join(self.lib[node], "*")]
 
     def start(self, node: str) -> None:
+        if node == self.zookeeper:
+            argv = [*self._java(node, ZOOKEEPER_HEAP), "org.apache.zookeeper.server.ZooKeeperServerMain",
+                    os.path.join(self.node_dir(node), ZOO_CFG)]
+            self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
+            return
         heap = CONTROLLER_HEAP if node == self.controller else BROKER_HEAP
         argv = [*self._java(node, heap), "kafka.Kafka", self.props_path(node)]
         self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
@@ -211,8 +305,23 @@ class KafkaDb(NodeDaemons):
     def teardown(self, grace: float = 20.0) -> None:
         """Brokers first (a controlled shutdown needs the controller), then the quorum."""
         self.stop_daemons(self.nodes, grace)
-        if self.controller:
-            self.stop_daemons([self.controller], grace)
+        if self.zookeeper:
+            self._stop_zk_controller(grace)
+        for role_host in (self.controller, self.zookeeper):
+            if role_host:
+                self.stop_daemons([role_host], grace)
+
+    def _stop_zk_controller(self, grace: float) -> None:
+        import signal as _signal
+        import time as _time
+
+        remote = self.cluster.remotes[self.zookeeper]
+        remote.signal(ZK_CONTROLLER, _signal.SIGCONT)
+        remote.signal(ZK_CONTROLLER, _signal.SIGTERM)
+        end = _time.monotonic() + grace
+        while _time.monotonic() < end and remote.daemon_running(ZK_CONTROLLER):
+            _time.sleep(0.1)
+        remote.signal(ZK_CONTROLLER, _signal.SIGKILL)
 
     def collect(self, node: str, dest: Path) -> None:
         """The node's log, properties and offset checkpoints and, the node being
@@ -224,7 +333,13 @@ class KafkaDb(NodeDaemons):
                 remote.get(path, str(dest / os.path.basename(path)))
             except Exception:  # never started, or the host is gone
                 pass
-        if node == self.controller or node not in self.lib:
+        if node == self.zookeeper:
+            for name in (ZK_CONTROLLER_LOG, ZK_CONTROLLER_PROPS):
+                try:
+                    remote.get(os.path.join(self.node_dir(node), name), str(dest / name))
+                except Exception:
+                    pass
+        if node in (self.controller, self.zookeeper) or node not in self.lib:
             return
         data = self.stored_data_dir(node)
         out = remote.run(["find", data, "-maxdepth", "2", "-name", "*checkpoint"], check=False)

@@ -51,3 +51,46 @@ async def describe_partitions(host: str, port: int, topic: str, timeout: float) 
             "last_known_elr": list(p.last_known_elr or ()), "offline_replicas": list(p.offline_replicas or ()),
         } for p in t.partitions}
     raise LookupError(f"topic {topic!r} not in the answer")
+
+
+def metadata_version(kafka_version: str) -> int:
+    """The Metadata request version asked of a ZooKeeper-era broker: v7 (Kafka 2.1+,
+    KIP-320) carries the leader epoch; 0.10.2 and 0.11.0 answer v1 (0.10.0+) without one."""
+    line = tuple(int(x) for x in kafka_version.split(".")[:2])
+    return 7 if line >= (2, 1) else 1
+
+
+async def metadata_partitions(host: str, port: int, topic: str, timeout: float, version: int = 1) -> dict[int, dict]:
+    """The same shape as describe_partitions, from the Metadata API (the brokers
+    before DescribeTopicPartitions: 0.10.2, 0.11.0, 2.x): leader_epoch is None
+    below v7 (the broker does not say it), and there is no ELR."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    corr = next(_corr)
+    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                          allow_auto_topic_creation=False)
+    req.with_header(correlation_id=corr, client_id="replog-inspector")
+    frame = req.encode(version=version, header=True, framed=True)
+    async with asyncio.timeout(timeout):
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(frame)
+            await writer.drain()
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            body = await reader.readexactly(size)
+        finally:
+            writer.close()
+    resp = MetadataResponse.decode(body, version=version, header=True)
+    for t in resp.topics:
+        if t.name != topic:
+            continue
+        if t.error_code:
+            raise LookupError(f"topic {topic!r}: error code {t.error_code}")
+        return {int(p.partition_index): {
+            "error_code": p.error_code, "leader_id": p.leader_id,
+            "leader_epoch": p.leader_epoch if version >= 7 else None,
+            "replica_nodes": list(p.replica_nodes), "isr_nodes": list(p.isr_nodes),
+            "eligible_leader_replicas": [], "last_known_elr": [],
+            "offline_replicas": list(getattr(p, "offline_replicas", None) or ()),
+        } for p in t.partitions}
+    raise LookupError(f"topic {topic!r} not in the answer")

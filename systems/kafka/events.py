@@ -22,9 +22,29 @@ leads after the change (before it, when the partition is left leaderless);
 the brokers' own ISR lines are read only when no controller log says more
 (`log_events`, for logs without the DEBUG lines). A fetcher's truncation is an
 event only if the log then removed something (a "has no effect" line cancels it).
+
+ZooKeeper era (0.10.2, 0.11.0, 2.8; log4j 1.x, same time format): the
+leader's own ISR lines
+  Partition [log,0] on broker 1: Shrinking ISR for partition [log,0] from 1,2 to 1        (0.10.2)
+  Partition [log,0] on broker 1: Expanding ISR for partition log-0 from 1 to 1,2          (0.10.2)
+  [Partition log-0 broker=1] Shrinking ISR from 1,2 to 1. Leader: (highWatermark: ...)    (2.x, as 4.x)
+truncations
+  Truncating log log-0 to offset 3. (kafka.log.Log)                                       (0.10.2)
+  Truncating log-0 to 3 (kafka.log.Log), "Truncating log-0 to 0 has no effect ..." (nothing removed) (0.11)
+  [Log partition=log-0, dir=...] Truncating to offset 3                                   (2.x)
+  [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Truncating partition log-0 to local high watermark 0 (2.x)
+  Replica 1 for partition log-0 reset its fetch offset from 5 to current leader 2's latest offset 3
+and the halt of a follower ahead of its new leader with unclean election off (0.10.2)
+  Exiting because log truncation is not allowed for partition log-0, Current leader 2's latest offset 3
+      is less than replica 1's latest offset 5
+and, on the controller broker of the `zk` host (nodes/zk/controller.log), the elections
+  [Controller 100]: New leader and ISR for partition [log,0] is {"leader":1,"leader_epoch":1,"isr":[1]}
+  [OfflinePartitionLeaderSelector]: Selected new leader and ISR {"leader":2,"leader_epoch":2,"isr":[2]}
+      for offline partition [log,0]    (after "No broker in ISR is alive ...": unclean)
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -38,7 +58,17 @@ _SHRINK = re.compile(r"\[Partition " + TOPIC + r"-(\d+) broker=\d+\] Shrinking I
 _EXPAND = re.compile(r"\[Partition " + TOPIC + r"-(\d+) broker=\d+\] Expanding ISR from ([\d,]*) to ([\d,]*)")
 _FETCHER = re.compile(r"Truncating partition " + TOPIC + r"-(\d+) with TruncationState\(offset=(\d+).*?\) due to "
                       r"(.*?)(?: \([\w.$]+\))?$")
-_LOG = re.compile(r"\[UnifiedLog partition=" + TOPIC + r"-(\d+), dir=[^\]]*\] Truncating to (?:offset )?(\d+)"
+_ZK_SHRINK = re.compile(r"Partition \[" + TOPIC + r",(\d+)\] on broker \d+: Shrinking ISR (?:for partition \S+ )?"
+                        r"from ([\d,]*) to ([\d,]*)")
+_ZK_EXPAND = re.compile(r"Partition \[" + TOPIC + r",(\d+)\] on broker \d+: Expanding ISR (?:for partition \S+ )?"
+                        r"from ([\d,]*) to ([\d,]*)")
+_ZK_LOG = re.compile(r"Truncating (?:log )?" + TOPIC + r"-(\d+) to (?:offset )?(\d+)(?:\.| has no effect)")
+_ZK_RESET = re.compile(r"Replica \d+ for partition " + TOPIC + r"-(\d+) reset its fetch offset from (\d+) to current "
+                       r"leader \d+'s latest offset (\d+)")
+_HW_FETCHER = re.compile(r"Truncating partition " + TOPIC + r"-(\d+) to local high watermark (\d+)")   # 2.x
+_ZK_HALT = re.compile(r"Exiting because log truncation is not allowed for partition " + TOPIC + r"-(\d+), Current "
+                      r"leader (\d+)'s latest offset (\d+) is less than replica (\d+)'s latest offset (\d+)")
+_LOG = re.compile(r"\[(?:Unified)?Log partition=" + TOPIC + r"-(\d+), dir=[^\]]*\] Truncating to (?:offset )?(\d+)"
                   r"(?: has no effect as the largest offset in the log is (-?\d+))?")
 
 
@@ -72,11 +102,21 @@ class _Reader:
 
     def line(self, line: str) -> None:
         m = _TIME.match(line)
-        if not m or (TOPIC + "-") not in line:
+        if not m or ((TOPIC + "-") not in line and ("[" + TOPIC + ",") not in line):
             return
         time = m.group(1).replace(" ", "T").replace(",", ".")
+        if (x := _ZK_HALT.search(line)):
+            self.event(time, int(x.group(1)), "halt", leader=f"n{x.group(2)}", leader_leo=int(x.group(3)),
+                       leo=int(x.group(5)), reason="log truncation is not allowed (unclean.leader.election.enable=false)")
+            return
         if "ISR" in line:
-            if (x := _SHRINK.search(line)):
+            if (x := _ZK_SHRINK.search(line)):
+                self.isr[int(x.group(1))] = _nodes(x.group(2))
+                self.isr_now(time, int(x.group(1)), _nodes(x.group(3)))
+            elif (x := _ZK_EXPAND.search(line)):
+                self.isr[int(x.group(1))] = _nodes(x.group(2))
+                self.isr_now(time, int(x.group(1)), _nodes(x.group(3)))
+            elif (x := _SHRINK.search(line)):
                 extra = {} if x.group(4) is None else {"hw": int(x.group(4)), "leo": int(x.group(5))}
                 self.isr[int(x.group(1))] = _nodes(x.group(2))
                 self.isr_now(time, int(x.group(1)), _nodes(x.group(3)), **extra)
@@ -88,7 +128,23 @@ class _Reader:
             elif (x := _LEADER.search(line)):
                 self.isr_now(time, int(x.group(1)), _nodes(x.group(4)))
             return
+        if (x := _ZK_RESET.search(line)):
+            key = int(x.group(1))
+            self.pending[key] = self.event(time, key, "truncate", **{"from": int(x.group(2))}, to=int(x.group(3)),
+                                           reason="fetch offset out of range: reset to the leader's log end")
+            return
         if "Truncating" not in line:
+            return
+        if (x := _ZK_LOG.search(line)):
+            key, to = int(x.group(1)), int(x.group(2))
+            fetcher = self.pending.pop(key, None)
+            if fetcher is None and "has no effect" not in line:
+                self.event(time, key, "truncate", **{"from": None}, to=to)
+            return
+        if (x := _HW_FETCHER.search(line)):
+            key = int(x.group(1))
+            self.pending[key] = self.event(time, key, "truncate", **{"from": None}, to=int(x.group(2)),
+                                           reason="local high watermark")
             return
         if (x := _FETCHER.search(line)):
             key = int(x.group(1))
@@ -181,6 +237,42 @@ _LOADED = re.compile(r"Completed load of Log\(dir=[^,]*/" + TOPIC + r"-(\d+), .*
                      r"logEndOffset=(\d+)\)")
 
 
+_ZK_ELECT = re.compile(r"(?:New leader and ISR for partition \[" + TOPIC + r",(\d+)\] is (\{.*?\})|"
+                       r"Selected new leader and ISR (\{.*?\}) for offline partition \[" + TOPIC + r",(\d+)\])")
+_ZK_UNCLEAN = re.compile(r"No broker in ISR is alive for \[" + TOPIC + r",(\d+)\]")
+
+
+def zk_controller_events(paths: list[Path]) -> list[dict]:
+    """Elections the ZooKeeper-era controller logged (nodes/zk/controller.log), as
+    controller_events' dicts: {"time", "node" (the new leader), "key", "event": "isr-change",
+    "isr", "leader_epoch", "unclean"}."""
+    out: list[dict] = []
+    for path in paths:
+        unclean: set[int] = set()
+        for line in path.read_text(errors="replace").splitlines():
+            m = _TIME.match(line)
+            if not m:
+                continue
+            time = m.group(1).replace(" ", "T").replace(",", ".")
+            if (x := _ZK_UNCLEAN.search(line)):
+                unclean.add(int(x.group(1)))
+                continue
+            x = _ZK_ELECT.search(line)
+            if not x:
+                continue
+            key = int(x.group(1) if x.group(1) is not None else x.group(4))
+            try:
+                state = json.loads(x.group(2) or x.group(3))
+            except ValueError:
+                continue
+            lead = state.get("leader", -1)
+            out.append({"time": time, "node": f"n{lead}" if lead >= 0 else None, "key": key,
+                        "event": "isr-change", "isr": [f"n{b}" for b in state.get("isr", [])],
+                        "leader_epoch": state.get("leader_epoch"), "unclean": key in unclean, "elr": []})
+            unclean.discard(key)
+    return out
+
+
 def story_events(nodes_dir: Path) -> list[dict]:
     """Replication events of a store's `nodes/*/kafka.log`, for the report's
     stories: {"time", "node", "key", "kind": leader | follower | truncate | elect |
@@ -209,7 +301,7 @@ def story_events(nodes_dir: Path) -> list[dict]:
             if ev["event"] == "truncate":
                 out.append({"time": ev["time"], "node": node, "key": ev["key"], "kind": "truncate",
                             "leo": ev.get("from"), "to": ev["to"], "text": ev.get("reason", "")})
-    for ev in controller_events(logs):
+    for ev in controller_events(logs) + zk_controller_events(sorted(nodes_dir.glob("*/controller.log"))):
         if ev.get("leader_epoch") is not None:
             how = "unclean election, " if ev.get("unclean") else ""
             elr = f", ELR [{','.join(ev['elr'])}]" if ev.get("elr") else ""

@@ -23,13 +23,27 @@ class KafkaUnavailable(RuntimeError):
     """No jars for a version (Maven does not serve it, or no Maven): one line."""
 
 
+def zk_era(version: str) -> bool:
+    """Kafka before 4.0 runs here on ZooKeeper (0.10.2, 0.11.0, 2.x: Scala 2.12 jars)."""
+    return int(version.split(".")[0]) < 4
+
+
+def broker_jar(version: str) -> str:
+    return f"kafka_{'2.12' if zk_era(version) else '2.13'}-{version}.jar"
+
+
+def profile(version: str) -> str:
+    """The pom's profile of a version line (systems/kafka/maven/pom.xml)."""
+    return "zk" if zk_era(version) else "kraft"
+
+
 def lib_dir(version: str) -> Path:
     return REPO / "build" / "kafka" / version / "lib"
 
 
 def have_jars(version: str) -> bool:
     d = lib_dir(version)
-    return d.is_dir() and any(d.glob(f"kafka_2.13-{version}.jar"))
+    return d.is_dir() and (d / broker_jar(version)).is_file()
 
 
 def ensure_jars(version: str) -> Path:
@@ -43,10 +57,11 @@ def ensure_jars(version: str) -> Path:
     out = lib_dir(version)
     tmp = out.with_name("lib.partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    proc = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-Dkafka.version={version}",
+    proc = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-P{profile(version)}",
+                           f"-Dkafka.version={version}",
                            "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
                           capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0 or not any(tmp.glob(f"kafka_2.13-{version}.jar")):
+    if proc.returncode != 0 or not (tmp / broker_jar(version)).is_file():
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             out.parent.rmdir()   # no empty folder for a version that does not exist
@@ -55,8 +70,8 @@ def ensure_jars(version: str) -> Path:
         text = proc.stdout + proc.stderr
         why = ("" if "Could not resolve dependencies" in text or "not found" in text
                else next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), ""))
-        raise KafkaUnavailable(f"Maven Central does not serve Kafka {version} (org.apache.kafka:kafka_2.13:"
-                               f"{version}){': ' + why[:160] if why else ''}; pick a served version, e.g. "
+        raise KafkaUnavailable(f"Maven Central does not serve Kafka {version} (org.apache.kafka:"
+                               f"{broker_jar(version).rsplit('-', 1)[0]}:{version}){': ' + why[:160] if why else ''}; pick a served version, e.g. "
                                f"--option version=4.1.1")
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
@@ -64,7 +79,9 @@ def ensure_jars(version: str) -> Path:
 
 
 def java_problem(remote, java: str = "java") -> str | None:
-    """One line if the host has no Java 17 or later to run a broker."""
+    """One line if the host has no Java 17 or later to run a broker. The
+    ZooKeeper-era releases (0.10.2, 0.11.0, 2.8) predate Java 17 but run on it
+    (smoke-tested on OpenJDK 17.0.15, 2026-11-26), with jaxb-api on the class path."""
     probe = remote.run(["sh", "-c", 'command -v "$1" >/dev/null && "$1" -version 2>&1 | head -1', "sh", java],
                        check=False)
     first = probe.stdout.strip()

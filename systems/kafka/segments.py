@@ -31,6 +31,22 @@ and a record is: length varint, attributes int8, timestampDelta varlong,
 offsetDelta varint, keyLength varint + key, valueLength varint + value,
 headers count varint + headers (all varints zigzag; length -1 is null).
 
+Kafka before 0.11 (0.10.2 by default writes magic 1; magic 0 with
+message.format.version 0.9.0) writes message sets instead: a sequence of
+
+    0  offset int64, 8 messageSize int32 (the bytes after these 12)
+    12 crc uint32: CRC-32 (zlib's) of bytes 16..end
+    16 magic int8 (0 or 1), 17 attributes int8: bits 0-2 compression
+    18 timestamp int64 (magic 1 only)
+       keyLength int32 + key, valueLength int32 + value (-1: null)
+
+A compressed message (a "wrapper") carries a whole message set as its value;
+its offset is the last inner message's. Inner offsets are absolute in magic 0
+and relative (0..n-1) in magic 1: absolute = wrapper offset - last inner
+relative offset + inner relative offset. These messages have no leader epoch:
+their records carry epoch -1 (Kafka's NO_PARTITION_LEADER_EPOCH), which is
+exactly what 0.10.2's high-watermark replication lacks.
+
 `read_partition` returns every record with its batch's partitionLeaderEpoch, so
 the harness's replica diff compares real Kafka replicas offset by offset;
 `dump` gives the harness's `Dump` shape (docs/interfaces.md); `log_end` is the
@@ -56,7 +72,7 @@ __all__ = [
 
 
 class SegmentFormatError(ValueError):
-    """A segment this reader does not handle (message format v0/v1, magic 0 or 1)."""
+    """A segment this reader does not handle."""
 
 
 # -- CRC-32C -------------------------------------------------------------------
@@ -142,6 +158,9 @@ _PREFIX = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoc
 _PREFIX_LAST = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_DELTA = struct.Struct(">i")
 _CTRL_KEY = struct.Struct(">hh")
+_LEGACY = struct.Struct(">qiIbb")  # offset, messageSize, crc, magic, attributes
+LEGACY_MIN = {0: 14, 1: 22}  # smallest messageSize: crc..value length, plus the v1 timestamp
+NO_EPOCH = -1
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
@@ -307,11 +326,23 @@ class _Reader(object):
             if length == 0 and base == 0 and not any(buf[pos:pos + 64]):
                 self._tail(buf, pos, size, name, last, "zero bytes")
                 return
+            if magic in (0, 1):
+                total = LOG_OVERHEAD + length
+                if length < LEGACY_MIN[magic]:
+                    self.notes.append("%s: position %d: message size %d is below the v%d minimum: the rest "
+                                      "of the segment is unreadable" % (name, pos, length, magic))
+                    self.skipped.append([base, None, "corrupt: message size %d at position %d of %s"
+                                         % (length, pos, name)])
+                    return
+                if total > remaining:
+                    self._tail(buf, pos, size, name, last, "a partial message at offset %d (%d of %d bytes)"
+                               % (base, remaining, total))
+                    return
+                first = False
+                self._message(buf, pos, total, name)
+                pos += total
+                continue
             if magic != 2:
-                if magic in (0, 1) and first:
-                    raise SegmentFormatError(
-                        "%s: message format v%d (magic %d) at offset %d: this reader handles record "
-                        "batch v2 (magic 2, Kafka >= 0.11) only" % (path, magic, magic, base))
                 self.notes.append("%s: position %d: magic %d is not a record batch v2: the rest of the "
                                   "segment (%d bytes) is unreadable" % (name, pos, magic, remaining))
                 self.skipped.append([base, None, "corrupt: magic %d at position %d of %s" % (magic, pos, name)])
@@ -338,6 +369,33 @@ class _Reader(object):
         else:
             self.notes.append("%s (not the last segment) ends with %s at position %d (%d bytes)"
                               % (name, what, pos, size - pos))
+
+    def _message(self, buf, pos, total, name):
+        """One message-format v0/v1 entry (magic 0/1), a compressed wrapper or not."""
+        offset = _LEGACY.unpack_from(buf, pos)[0]
+        self.batches += 1
+        if self.last_offset is not None and offset <= self.last_offset:
+            self.notes.append("%s: message at offset %d does not follow offset %d" % (name, offset, self.last_offset))
+        self.last_offset = offset if self.last_offset is None else max(self.last_offset, offset)
+        try:
+            inner = legacy_records(bytes(buf[pos:pos + total]), self.verify_crc)
+        except LegacyCrcError as e:
+            self.bad_crc.append(offset)
+            self.notes.append("%s: CRC-32 mismatch in the message at offset %d (%s)" % (name, offset, e))
+            if not self.keep_bad:
+                self.skipped.append([offset, offset, "crc mismatch"])
+                return
+            inner = legacy_records(bytes(buf[pos:pos + total]), False)
+        except ValueError as e:
+            self.skipped.append([offset, offset, str(e)])
+            self.notes.append("%s: message at offset %d skipped: %s" % (name, offset, e))
+            return
+        for off, value in inner:
+            if value is None:
+                self.records.append([off, NO_EPOCH, _NULL_CRC, None])
+            else:
+                v = decode_value(value)
+                self.records.append([off, NO_EPOCH, value_crc(v), v])
 
     def _batch(self, buf, pos, total, name):
         (base, _length, epoch, _magic, crc, attrs, last_delta, _bts, _mts,
@@ -390,22 +448,92 @@ class _Reader(object):
             self.skipped.append([base, last, "records unreadable: %s" % e])
 
 
+class LegacyCrcError(ValueError):
+    """A v0/v1 message whose stored CRC-32 does not match its bytes."""
+
+
+def _legacy_bytes(data, pos):
+    n = struct.unpack_from(">i", data, pos)[0]
+    pos += 4
+    if n < 0:
+        return None, pos
+    if pos + n > len(data):
+        raise ValueError("a field of %d bytes runs past the message" % n)
+    return data[pos:pos + n], pos + n
+
+
+def _legacy_messages(data, verify_crc):
+    """(offset, magic, attributes, key, value) of each whole message of a v0/v1
+    message set (a segment's bytes or a wrapper's decompressed value)."""
+    pos, n = 0, len(data)
+    while pos + LOG_OVERHEAD + 6 <= n:
+        offset, size, crc, magic, attrs = _LEGACY.unpack_from(data, pos)
+        if magic not in (0, 1):
+            raise ValueError("magic %d inside a v0/v1 message set at offset %d" % (magic, offset))
+        end = pos + LOG_OVERHEAD + size
+        if size < LEGACY_MIN[magic] or end > n:
+            break
+        if verify_crc and zlib.crc32(data[pos + 16:end]) & 0xFFFFFFFF != crc:
+            raise LegacyCrcError("offset %d: stored %d" % (offset, crc))
+        at = pos + 18 + (8 if magic == 1 else 0)
+        key, at = _legacy_bytes(data, at)
+        value, at = _legacy_bytes(data, at)
+        yield offset, magic, attrs, key, value
+        pos = end
+
+
+def legacy_records(message, verify_crc=True):
+    """[(offset, value bytes or None)] of one v0/v1 message (its 12-byte log
+    header included): itself, or the inner messages of a compressed wrapper
+    (absolute offsets; see the module's docstring)."""
+    (offset, magic, attrs, _key, value), = list(_legacy_messages(message, verify_crc))[:1] or [(None,) * 5]
+    if offset is None:
+        raise ValueError("no whole v0/v1 message")
+    codec = attrs & 7
+    if not codec:
+        return [(offset, value)]
+    if value is None:
+        raise ValueError("a compressed message with a null value")
+    try:
+        inner = list(_legacy_messages(_decompress(codec, value), verify_crc))
+    except LegacyCrcError:
+        raise
+    except Exception as e:  # zlib.error, unsupported codec
+        raise ValueError("compression %s: %s" % (CODECS.get(codec, "codec %d" % codec), e))
+    if not inner:
+        return []
+    if magic == 0:
+        return [(o, v) for o, _m, _a, _k, v in inner]
+    shift = offset - inner[-1][0]
+    return [(shift + o, v) for o, _m, _a, _k, v in inner]
+
+
 def iter_batches(segment_path, verify_crc=True):
     """The record batches of one segment file, headers only, in file order:
     dicts {"base", "last", "epoch", "magic", "crc", "crc_ok" (None unless
     verify_crc), "attributes", "codec", "transactional", "control",
     "producer_id", "producer_epoch", "base_sequence", "count", "position",
     "size"}. Stops silently where no whole v2 batch follows (read_partition
-    says why); raises SegmentFormatError on a v0/v1 segment."""
+    says why). A v0/v1 message is one entry: base = last = its offset (a
+    wrapper's: the last inner offset), epoch -1, count None."""
     with open(segment_path, "rb") as f:
         data = f.read()
     pos, size = 0, len(data)
     while pos + LOG_OVERHEAD + 5 <= size:
         base, length, epoch, magic = _PREFIX.unpack_from(data, pos)
+        if magic in (0, 1):
+            total = LOG_OVERHEAD + length
+            if length < LEGACY_MIN[magic] or pos + total > size:
+                return
+            crc, attrs = struct.unpack_from(">Ixb", data, pos + 12)
+            yield {"base": base, "last": base, "epoch": NO_EPOCH, "magic": magic, "crc": crc,
+                   "crc_ok": (zlib.crc32(data[pos + 16:pos + total]) & 0xFFFFFFFF == crc) if verify_crc else None,
+                   "attributes": attrs, "codec": CODECS.get(attrs & 7, str(attrs & 7)),
+                   "transactional": False, "control": False, "producer_id": -1, "producer_epoch": -1,
+                   "base_sequence": -1, "count": None, "position": pos, "size": total}
+            pos += total
+            continue
         if magic != 2:
-            if magic in (0, 1) and pos == 0:
-                raise SegmentFormatError("%s: message format v%d (magic %d): this reader handles record "
-                                         "batch v2 (magic 2) only" % (segment_path, magic, magic))
             return
         total = LOG_OVERHEAD + length
         if length < HEADER_SIZE - LOG_OVERHEAD or pos + total > size:
@@ -451,7 +579,7 @@ def read_partition(part_dir, verify_crc=True, keep_bad=False):
                     ended (their records are in "records", as a read_uncommitted
                     consumer sees them),
              "batches", "control_batches": counts, "notes": [text]}.
-    Raises SegmentFormatError on a message-format v0/v1 segment."""
+    v0/v1 messages (Kafka < 0.11) are read too, with leader epoch -1."""
     segs = segment_files(part_dir)
     reader = _Reader(verify_crc=verify_crc, keep_bad=keep_bad)
     for i, (_base, path) in enumerate(segs):
@@ -513,9 +641,15 @@ def _scan_ends(path, base, start):
     end = None
     pos = 0
     n = len(data)
-    while pos + 27 <= n:
-        _b, length = _PREFIX_LAST.unpack_from(data, pos)
-        if length < HEADER_SIZE - LOG_OVERHEAD or pos + LOG_OVERHEAD + length > n:
+    while pos + LOG_OVERHEAD + 5 <= n:
+        _b, length, _e, magic = _PREFIX.unpack_from(data, pos)
+        if magic in (0, 1):  # a v0/v1 message: its offset is its last (a wrapper's too)
+            if length < LEGACY_MIN[magic] or pos + LOG_OVERHEAD + length > n:
+                break
+            end = _b + 1
+            pos += LOG_OVERHEAD + length
+            continue
+        if pos + 27 > n or length < HEADER_SIZE - LOG_OVERHEAD or pos + LOG_OVERHEAD + length > n:
             break  # a batch still being written, a torn tail, or preallocated zeros
         end = _b + _LAST_DELTA.unpack_from(data, pos + 23)[0] + 1
         pos += LOG_OVERHEAD + length

@@ -20,6 +20,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "settings"
 
+# KRaft-only settings that a scenario written for every version sets, and what
+# the ZooKeeper-era brokers (major < 4) take instead: a broker's liveness is its
+# ZooKeeper session (zookeeper.session.timeout.ms; the client heartbeats at a
+# third of it), so the heartbeat interval has no counterpart (None: dropped).
+ZK_EQUIVALENTS = {"broker.session.timeout.ms": "zookeeper.session.timeout.ms",
+                  "broker.heartbeat.interval.ms": None,
+                  "unclean.leader.election.interval.ms": None}   # ZooKeeper's controller elects at once
+
+
+def zk_era(version: str) -> bool:
+    return int(version.split(".")[0]) < 4
+
 
 def line_of(version: str) -> str:
     """"4.1.1" -> "4.1"."""
@@ -48,6 +60,8 @@ def check(settings: dict, version: str) -> None:
     """ValueError (one line) for a name that is neither a broker nor a topic setting."""
     broker, topic = known(version)
     for name in settings:
+        if zk_era(version) and name in ZK_EQUIVALENTS:
+            continue
         if name not in broker and name not in topic:
             near = difflib.get_close_matches(name, sorted(broker | topic), n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
@@ -56,7 +70,11 @@ def check(settings: dict, version: str) -> None:
 
 
 def split(settings: dict, version: str) -> tuple[dict, dict]:
-    """(broker properties, topic configs) of a run's settings."""
+    """(broker properties, topic configs) of a run's settings; on the ZooKeeper
+    era, KRaft-only names become their equivalents (ZK_EQUIVALENTS)."""
     broker, topic = known(version)
+    if zk_era(version):
+        settings = {ZK_EQUIVALENTS.get(k, k): v for k, v in settings.items()
+                    if not (k in ZK_EQUIVALENTS and ZK_EQUIVALENTS[k] is None)}
     return ({k: v for k, v in settings.items() if k in broker},
             {k: v for k, v in settings.items() if k in topic})

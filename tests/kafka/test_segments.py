@@ -3,7 +3,7 @@
 Two tiers. `unit`: the committed fixture tests/data/kafka/ (a partition a real
 Kafka 4.1.1 broker wrote, with Kafka's own DumpLogSegments text beside it),
 CRC-32C test vectors, and hand-built batches for what a healthy broker does not
-write (message format v1, snappy, torn tails, bit flips). `root` (a real
+write (snappy, torn tails, bit flips). `root` (a real
 process): one Kafka 4.1.1 KRaft node on 127.0.0.1 writes a few thousand values
 (single-record, batched, gzip, idempotent and transactional producers, a
 restart between them so the leader epoch moves), and the reader must agree with
@@ -363,16 +363,17 @@ def test_gzip_and_unsupported_codecs(tmp_path):
 
 
 @pytest.mark.unit
-def test_message_format_v1_is_refused(tmp_path):
+def test_message_format_v1_is_read_with_no_epoch(tmp_path):
     # a v1 message: offset, size, crc, magic 1, attributes, timestamp, key -1, value
     body = struct.pack(">bbqi", 1, 0, 0, -1) + struct.pack(">i", 1) + b"7"
     msg = struct.pack(">I", zlib.crc32(body)) + body
     part = tmp_path / "old-0"
     write_segments(part, {0: [struct.pack(">qi", 0, len(msg)) + msg]})
-    with pytest.raises(segments.SegmentFormatError, match=r"magic 1"):
-        segments.read_partition(part)
-    with pytest.raises(segments.SegmentFormatError, match=r"magic 1"):
-        list(segments.iter_batches(segments.segment_files(part)[0][1]))
+    got = segments.read_partition(part)
+    assert got["records"] == [[0, -1, zlib.crc32(b"7"), 7]] and got["leo"] == 1 and got["notes"] == []
+    (entry,) = segments.iter_batches(segments.segment_files(part)[0][1])
+    assert (entry["magic"], entry["epoch"], entry["crc_ok"]) == (1, -1, True)
+    assert segments.log_end(part) == 1
 
 
 @pytest.mark.unit

@@ -50,9 +50,12 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "kafka-last-replica-standing": {"elr-off": (False, ["lost-write", "lost-acknowledged"]), "elr-on": (True, [])},
     "kafka-unclean-election": {"unclean-on": (False, ["lost-write", "lost-acknowledged"]), "unclean-off": (True, [])},
     "kafka-power-coordinated": {"no-fsync": (False, ["lost-write", "lost-acknowledged"]), "fsync": (True, [])},
-    "kafka-hw-data-loss": {v: (True, []) for v in ("4.0.1", "4.1.1", "4.2.1")},
-    "kafka-hw-divergence": {v: (True, []) for v in ("4.0.1", "4.1.1", "4.2.1")},
-    "kafka-fast-failover": {v: (True, []) for v in ("4.0.1", "4.1.1", "4.2.1")},
+    "kafka-hw-data-loss": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
+                           "0.10.2.2": (False, ["lost-write"])},
+    "kafka-hw-divergence": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
+                            "0.10.2.2": (False, ["divergence", "inconsistent-offsets"])},
+    "kafka-fast-failover": {**{v: (True, []) for v in ("2.8.2", "4.0.1", "4.1.1", "4.2.1")},
+                            "0.11.0.3": (False, ["divergence"])},
 }
 
 

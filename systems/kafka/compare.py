@@ -1,0 +1,111 @@
+"""`harness scenario --compare NAME` (harness/cli.py): the replica's model of each replication
+era against the Kafka release of that era, on the same scenario.
+
+Eras and releases: `hw` (high-watermark truncation) = Kafka 0.10.2.2,
+`kip101` (leader epochs) = 0.11.0.3, `epoch` (KIP-279) = 2.8.2 and 4.1.1. The
+model's script is NAME (system `replica`), the real one `kafka-NAME`
+(systems/kafka/scenarios/). Each pair runs `runs` times (one cluster at a time)
+unless `from_store` is set, and the table is built from every run of them in
+the store: per era and release, both verdicts (invalid runs / runs), the lost
+acknowledged writes and the divergent offsets per run, and the truncation
+points (node: to) of the last run.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ERA_RELEASES = {"hw": ("0.10.2.2",), "kip101": ("0.11.0.3",), "epoch": ("2.8.2", "4.1.1")}
+PAIRS = ("hw-data-loss", "hw-divergence", "fast-failover")
+
+
+def summary(run_dir: Path) -> dict | None:
+    """One finished run: {scenario, variant, verdict, as_expected, lost, divergent, truncations, store}."""
+    try:
+        res = json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
+    sc = res.get("scenario") or {}
+    checkers = res.get("checkers") or {}
+    diff = (checkers.get("replica-diff") or {}).get("counts") or {}
+    log = (checkers.get("log") or {}).get("counts") or {}
+    truncs = [(t.get("node"), t.get("to")) for t in sc.get("truncations") or []] or \
+             [(t.get("node"), t.get("to")) for t in sc.get("leo_drops") or []]
+    return {"scenario": sc.get("name"), "variant": sc.get("era"), "verdict": sc.get("verdict", res.get("valid")),
+            "as_expected": sc.get("as_expected"), "lost": len(sc.get("lost_writes") or []) or log.get("lost-write", 0),
+            "divergent": diff.get("divergence", 0) or len(sc.get("divergence") or []),
+            "inconsistent": log.get("inconsistent-offsets", 0), "truncations": truncs, "store": str(run_dir),
+            "error": sc.get("error")}
+
+
+def runs_of(store_root: Path, scenario: str, variant: str) -> list[dict]:
+    d = store_root / f"{scenario}-{variant}"
+    if not d.is_dir():
+        return []
+    out = []
+    for run in sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink()):
+        s = summary(run)
+        if s is not None and not s["error"]:
+            out.append(s)
+    return out
+
+
+def _cell(runs: list[dict]) -> tuple[str, str, str]:
+    if not runs:
+        return "not run", "-", "-"
+    bad = sum(1 for r in runs if r["verdict"] is False)
+    verdict = f"invalid {bad}/{len(runs)}" if bad else f"valid {len(runs)}/{len(runs)}"
+    lost = ",".join(str(r["lost"]) for r in runs)
+    div = ",".join(str(r["divergent"]) for r in runs)
+    return verdict, lost, div
+
+
+def table(store_root: Path, names=PAIRS) -> list[dict]:
+    rows = []
+    for name in names:
+        for era, releases in ERA_RELEASES.items():
+            model = runs_of(store_root, name, era)
+            for version in releases:
+                real = runs_of(store_root, f"kafka-{name}", version)
+                mv, ml, md = _cell(model)
+                kv, kl, kd = _cell(real)
+                agree = None
+                if model and real:
+                    agree = (any(r["verdict"] is False for r in model) == any(r["verdict"] is False for r in real))
+                rows.append({"scenario": name, "era": era, "kafka": version, "model": mv, "model_lost": ml,
+                             "model_divergent": md, "real": kv, "real_lost": kl, "real_divergent": kd,
+                             "agree": agree,
+                             "real_truncations": real[-1]["truncations"] if real else [],
+                             "model_truncations": model[-1]["truncations"] if model else []})
+    return rows
+
+
+def render(rows: list[dict]) -> str:
+    head = ("| scenario | replica era | Kafka | model verdict | model lost | model divergent | Kafka verdict "
+            "| Kafka lost | Kafka divergent | agree |")
+    lines = [head, "|" + "---|" * 10]
+    for r in rows:
+        agree = {True: "yes", False: "NO", None: "-"}[r["agree"]]
+        lines.append(f"| {r['scenario']} | {r['era']} | {r['kafka']} | {r['model']} | {r['model_lost']} | "
+                     f"{r['model_divergent']} | {r['real']} | {r['real_lost']} | {r['real_divergent']} | {agree} |")
+    return "\n".join(lines)
+
+
+def compare_command(name: str | None, store_root: str, runs: int = 1, from_store: bool = False,
+                    subnet: str | None = None, backend: str = "netns") -> int:
+    from nemesis.scenarios.cli import _err, run_command
+
+    names = PAIRS if name in (None, "all") else (name,)
+    for n in names:
+        if n not in PAIRS:
+            return _err(f"--compare {n!r}: scenarios with both a replica and a kafka variant: {', '.join(PAIRS)}")
+    if not from_store:
+        for n in names:
+            for era, releases in ERA_RELEASES.items():
+                for _ in range(runs):
+                    run_command(n, None, era, backend=backend, store_root=store_root, subnet=subnet)
+                    for version in releases:
+                        run_command(f"kafka-{n}", None, version, backend=backend, store_root=store_root,
+                                    subnet=subnet, system="kafka")
+    print(render(table(Path(store_root), names)))
+    return 0
