@@ -12,7 +12,8 @@ points (node: to) of the last run.
 """
 from __future__ import annotations
 
-import json
+import subprocess
+import sys
 from pathlib import Path
 
 ERA_RELEASES = {"hw": ("0.10.2.2",), "kip101": ("0.11.0.3",), "epoch": ("2.8.2", "4.1.1")}
@@ -21,9 +22,10 @@ PAIRS = ("hw-data-loss", "hw-divergence", "fast-failover")
 
 def summary(run_dir: Path) -> dict | None:
     """One finished run: {scenario, variant, verdict, as_expected, lost, divergent, truncations, store}."""
-    try:
-        res = json.loads((run_dir / "results.json").read_text())
-    except (OSError, ValueError):
+    from harness.store import read_results
+
+    res = read_results(run_dir)
+    if res is None:
         return None
     sc = res.get("scenario") or {}
     checkers = res.get("checkers") or {}
@@ -93,19 +95,24 @@ def render(rows: list[dict]) -> str:
 
 def compare_command(name: str | None, store_root: str, runs: int = 1, from_store: bool = False,
                     subnet: str | None = None, backend: str = "netns") -> int:
-    from nemesis.scenarios.cli import _err, run_command
-
     names = PAIRS if name in (None, "all") else (name,)
     for n in names:
         if n not in PAIRS:
-            return _err(f"--compare {n!r}: scenarios with both a replica and a kafka variant: {', '.join(PAIRS)}")
-    if not from_store:
+            print(f"harness: error: --compare {n!r}: scenarios with both a replica and a kafka variant: "
+                  f"{', '.join(PAIRS)}", file=sys.stderr)
+            return 2
+    if not from_store:   # each run as the CLI runs it (this layer does not import the scenario runner)
         for n in names:
             for era, releases in ERA_RELEASES.items():
                 for _ in range(runs):
-                    run_command(n, None, era, backend=backend, store_root=store_root, subnet=subnet)
+                    _scenario(n, era, store_root, backend, subnet)
                     for version in releases:
-                        run_command(f"kafka-{n}", None, version, backend=backend, store_root=store_root,
-                                    subnet=subnet, system="kafka")
+                        _scenario(f"kafka-{n}", version, store_root, backend, subnet)
     print(render(table(Path(store_root), names)))
     return 0
+
+
+def _scenario(name: str, variant: str, store_root: str, backend: str, subnet: str | None) -> int:
+    argv = [sys.executable, "-m", "harness", "scenario", name, "--variant", variant, "--store", store_root,
+            "--backend", backend, *(["--subnet", subnet] if subnet else [])]
+    return subprocess.run(argv).returncode
