@@ -296,7 +296,7 @@ def cleanup(
     """Remove what crashed runs left behind (namespaces, links, rules, processes)."""
     from harness import cleanup as c
 
-    removed = c.cleanup(run_id=run_id, include_live=all_)
+    removed = c.cleanup(run_id=run_id, include_live=all_, say=typer.echo)
     try:  # the docker backend labels its containers and networks instead
         from harness.cluster.docker import cleanup_docker
     except ImportError:
