@@ -105,6 +105,11 @@ class Partition:
         g = grudges.make(kind, self.plan.hosts, rng, leader=view.leader, controller=self.role_host)
         return Target(sorted(g.nodes), detail=g, spec=kind)
 
+    def aim(self, rng, plan, node):
+        """The targeted schedule's target: this node cut off from every other host (nemesis.targeted)."""
+        g = grudges.isolate(self.plan.hosts, node)
+        return Target(sorted(g.nodes), detail=g, spec="isolate")
+
     def start(self, target: Target):
         return {"kind": target.spec, "grudge": self.network.apply(target.detail)}
 
