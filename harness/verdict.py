@@ -25,13 +25,38 @@ def _judged(store_dir, checked: dict, findings: dict | None) -> dict:
     return judge(checked, section)
 
 
+def first_times(store_dir, results: dict) -> dict:
+    """Time to first anomaly: per checker section, `first_s` {anomaly: seconds from
+    the test's start to the earliest op its examples name}, and at the top
+    `first_anomaly_s` (the earliest of them; None without anomalies). Only
+    the examples a checker kept are looked at, so it is the earliest op among
+    those (checkers keep the first ones they meet)."""
+    from harness.campaign.verdicts import op_times
+    from reports.anomalies import collect, example_ops
+
+    found = collect(results)
+    wanted = {i for a in found for e in a.examples for i in example_ops(e)}
+    times = op_times(Path(store_dir) / run_store.HISTORY, wanted) if wanted else {}
+    earliest = None
+    for a in found:
+        ts = [times[i] for e in a.examples for i in example_ops(e) if i in times]
+        section = (results.get("checkers") or {}).get(a.checker)
+        if not ts or not isinstance(section, dict):
+            continue
+        first = round(min(ts) / 1e9, 3)
+        section.setdefault("first_s", {})[a.name] = first
+        earliest = first if earliest is None else min(earliest, first)
+    results["first_anomaly_s"] = earliest
+    return results
+
+
 def check_store(store_dir: Path, engine: str = "local", master: str | None = None,
                 findings: dict | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
     from checkers import store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
-    results = _judged(store_dir, checked, findings)
+    results = first_times(store_dir, _judged(store_dir, checked, findings))
     run_store.write_results(store_dir, results)
     return results
 
@@ -45,7 +70,7 @@ def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: boo
         if not Path(store_dir).is_dir():
             out[store_dir] = checked
             continue
-        out[store_dir] = _judged(store_dir, checked, None)
+        out[store_dir] = first_times(store_dir, _judged(store_dir, checked, None))
         run_store.write_results(store_dir, out[store_dir])
     return out
 

@@ -2,30 +2,32 @@
 each fault's target *and its moment* come from the state the system's
 inspector shows right now, instead of being drawn blindly.
 
-Per fault the seeded rng draws a fault name and a *moment*, then the
-schedule watches the cluster (Inspector.state of every data node and
-LogClient.metadata, through the seam only; no system is named here) until
-the moment comes, and strikes at once:
+The seeded rng draws *plays* (short sequences of moves, `PLAYS`); per move a
+fault name, a moment and a hold. The schedule watches the cluster in the
+background (Inspector.state of every data node and LogClient.metadata,
+through the seam only; no system is named here) and strikes when the moment
+comes:
 
   leader            the leader of a key (drawn by the rng);
   follower-moved    a follower whose HW or LEO just moved (between two samples);
   leader-in-flight  the leader of a key while sends to that key are in flight;
   isr-change        a replica that just left or rejoined a key's ISR;
-  came-back         the leader of a key right after one of its replicas came
-                    back (did not answer, answers again): the moment a
-                    restarted replica has truncated and not yet caught up;
-  last-standing     the only replica left in a key's ISR.
+  last-standing     the only replica left in a key's ISR;
+  back              (second move of a play) the leader of a key that the
+                    previous move's node replicates, the instant that node was
+                    brought back (restarted, resumed, healed) -- before it has
+                    caught up.
 
-A moment that does not come within `interval` seconds falls back to the
-leader of a key (recorded as such). Holds are short (0.1-0.5 x interval, so
-that a killed replica comes back before the system notices it died) and the
-next fault often follows the stop at once (the rng decides), because the
-interesting states last a few hundred milliseconds.
+A moment that does not come within half the interval falls back to the
+leader of a key (recorded as such). Holds are "brief" (0.1-0.3 x interval:
+the node is back before the cluster notices) or "react" (until the key's
+leader or ISR changes, at most 3 x interval).
 
-Like the blind mode it is seeded: the seed fixes the sequence of fault
-names, moments, keys, holds and gaps; which node a moment picks depends on
-what the cluster did, as faults' effects do in the blind mode too. Every
-start op carries `why`: the moment, the key, and the state that was seen.
+Like the blind mode it is seeded: `moves(seed, ...)` fixes the sequence of
+plays, faults, moments, holds and gaps; which node a moment picks depends on
+what the cluster did (candidates are sorted, then drawn with the move's own
+seed), as faults' effects do in the blind mode too. Every start op carries
+`why`: the play, the moment, the key, and the state that was seen.
 """
 from __future__ import annotations
 
@@ -33,13 +35,15 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator
+from typing import AsyncIterator, Iterator
 
 from harness.steps import FaultStep, RunContext, Sleep
 from harness.sut import KeyMeta, ReplicaState
 from nemesis.fault import Target, View
 
-MOMENTS = ("leader", "follower-moved", "leader-in-flight", "isr-change", "came-back", "last-standing")
+MOMENTS = ("leader", "follower-moved", "leader-in-flight", "isr-change", "last-standing", "back")
+# `find` also knows "came-back" (a node that did not answer answers again); no play uses it: the
+# inspector sees a restarted replica answer only after it has fetched, too late for the leader.
 POLL_S = 0.1
 
 
@@ -322,43 +326,69 @@ PLAYS = (
 )
 
 
+@dataclass
+class Move:
+    """One fault of a play, as the seed decides it (the node comes from the state)."""
+
+    play: str
+    step: int          # 1-based, within the play
+    moment: str
+    hold: str          # brief | react
+    fault: str
+    brief_s: float     # the hold if brief
+    pick_seed: float   # seeds the draws among the state's candidates
+    gap_s: float       # pause after the play (on its last move; else 0)
+
+
+def moves(seed: int, faults: list[str], interval: float) -> Iterator[Move]:
+    """The seed's endless sequence of moves: everything the targeted mode draws
+    that does not depend on the cluster's state. Same seed, same sequence."""
+    rng = random.Random(seed)
+    weights = [w for w, _, _ in PLAYS]
+    while True:
+        _, play, steps = rng.choices(PLAYS, weights)[0]
+        drawn = []
+        for i, (moment, hold) in enumerate(steps):
+            drawn.append(Move(play, i + 1, moment, hold, rng.choice(faults), interval * rng.uniform(0.1, 0.3),
+                              rng.random(), 0.0))
+        drawn[-1].gap_s = interval * rng.uniform(0.2, 0.6)
+        yield from drawn
+
+
 async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval: float, deadline: float,
                          inspector, in_flight: dict | None = None) -> AsyncIterator:
     if not faults:
         return
-    rng = random.Random(seed)
     watch = StateWatch(ctx, inspector, in_flight)
     watch.start()
-    weights = [w for w, _, _ in PLAYS]
     try:
-        yield Sleep(interval * rng.uniform(0.3, 0.6), deadline)
+        yield Sleep(interval * random.Random(seed).uniform(0.3, 0.6), deadline)  # let the workload start
         since = watch.seq
-        while time.monotonic() < deadline:
-            _, play, moves = rng.choices(PLAYS, weights)[0]
-            node = None
-            for step, (moment, hold) in enumerate(moves):
-                name = rng.choice(faults)
-                pick_rng = random.Random(rng.random())   # draws that depend on the state stay off the main stream
-                brief = interval * rng.uniform(0.1, 0.3)
+        node = None
+        for move in moves(seed, faults, interval):
+            if time.monotonic() >= deadline:
+                return
+            pick_rng = random.Random(move.pick_seed)
+            if move.moment == "back" and node is not None:
+                node, why = leader_of_back(watch, pick_rng, node)
+            else:
                 budget = min(interval / 2, max(0.0, deadline - time.monotonic()))
-                if moment == "back" and node is not None:
-                    node, why = leader_of_back(watch, pick_rng, node)
-                else:
-                    node, why = await wait_for(moment, watch, pick_rng, budget, since)
-                if time.monotonic() >= deadline:
-                    return
-                fault = ctx.nemesis.fault(name)[1]
-                target = aim(fault, pick_rng, ctx.plan, node)
-                target.why = {"play": play, "step": step + 1, **why, "node": node, "hold": hold,
-                              "seen_at": watch.last.time if watch.last else None}
-                yield FaultStep(name, target=target, action=name)
-                since = watch.seq   # the next moment may come while this fault acts or is undone
-                if hold == "brief":
-                    yield Sleep(brief, deadline)
-                else:
-                    yield Hold(watch, why.get("key"), 3 * interval, deadline)
-                yield FaultStep(name, stop=True, action=f"stop {name}")
-            yield Sleep(interval * rng.uniform(0.2, 0.6), deadline)
-            since = watch.seq
+                node, why = await wait_for(move.moment, watch, pick_rng, budget, since)
+            if time.monotonic() >= deadline:
+                return
+            fault = ctx.nemesis.fault(move.fault)[1]
+            target = aim(fault, pick_rng, ctx.plan, node)
+            target.why = {"play": move.play, "step": move.step, **why, "node": node, "hold": move.hold,
+                          "seen_at": watch.last.time if watch.last else None}
+            yield FaultStep(move.fault, target=target, action=move.fault)
+            since = watch.seq   # the next moment may come while this fault acts or is undone
+            if move.hold == "brief":
+                yield Sleep(move.brief_s, deadline)
+            else:
+                yield Hold(watch, why.get("key"), 3 * interval, deadline)
+            yield FaultStep(move.fault, stop=True, action=f"stop {move.fault}")
+            if move.gap_s:
+                yield Sleep(move.gap_s, deadline)
+                since = watch.seq
     finally:
         await watch.close()
