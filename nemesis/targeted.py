@@ -254,19 +254,19 @@ async def wait_for(moment: str, watch: StateWatch, rng: random.Random, budget: f
             pass
 
 
-def leader_of_back(watch: StateWatch, rng: random.Random, back: str) -> tuple[str, dict]:
+def leader_of_back(cur: Snapshot | None, nodes: list[str], rng: random.Random, back: str) -> tuple[str, dict]:
     """The moment `back`: the previous step's node was just brought back (its
     fault undone: restarted, resumed, healed) and may not have caught up yet;
     -> the leader of a key it replicates, at once (waiting for its inspector
     to answer again is often too late: it fetches first)."""
-    cur = watch.last or Snapshot(0)
+    cur = cur or Snapshot(0)
     cands = []
     for k in _keys(cur):
         leader = _leader(cur, k)
         if leader and leader != back and back in (_replicas(cur, k) or _isr(cur, k)):
             cands.append((leader, {"key": k, "back": back, **_meta_json(cur, k)}))
     if not cands:
-        node, why = find("leader", cur, cur, rng, {}) or (rng.choice(watch.nodes), {})
+        node, why = find("leader", cur, cur, rng, {}) or (rng.choice(nodes), {})
         return node, {"moment": "back", "back": back, "fallback": "leader", **why}
     node, why = rng.choice(cands)
     return node, {"moment": "back", **why}
@@ -370,7 +370,7 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
                 return
             pick_rng = random.Random(move.pick_seed)
             if move.moment == "back" and node is not None:
-                node, why = leader_of_back(watch, pick_rng, node)
+                node, why = leader_of_back(watch.last, watch.nodes, pick_rng, node)
             else:
                 budget = min(interval / 2, max(0.0, deadline - time.monotonic()))
                 node, why = await wait_for(move.moment, watch, pick_rng, budget, since)
