@@ -18,7 +18,7 @@ comes:
                     brought back (restarted, resumed, healed) -- before it has
                     caught up.
 
-A moment that does not come within half the interval falls back to the
+A moment that does not come within a quarter of the interval falls back to the
 leader of a key (recorded as such). Holds are "brief" (0.1-0.3 x interval:
 the node is back before the cluster notices) or "react" (until the key's
 leader or ISR changes, at most 3 x interval).
@@ -318,7 +318,7 @@ class Hold:
 # play is the seeds' and KIP-101's: a follower faulted right after its HW
 # moved, back at once, then its leader faulted the moment it is back.
 PLAYS = (
-    (4, "follower-then-leader", (("follower-moved", "brief"), ("back", "react"))),
+    (6, "follower-then-leader", (("follower-moved", "brief"), ("back", "react"))),
     (1, "leader-in-flight", (("leader-in-flight", "react"),)),
     (1, "isr-change", (("isr-change", "brief"),)),
     (1, "last-standing", (("last-standing", "react"),)),
@@ -351,7 +351,7 @@ def moves(seed: int, faults: list[str], interval: float) -> Iterator[Move]:
         for i, (moment, hold) in enumerate(steps):
             drawn.append(Move(play, i + 1, moment, hold, rng.choice(faults), interval * rng.uniform(0.1, 0.3),
                               rng.random(), 0.0))
-        drawn[-1].gap_s = interval * rng.uniform(0.2, 0.6)
+        drawn[-1].gap_s = interval * rng.uniform(0.1, 0.3)
         yield from drawn
 
 
@@ -372,7 +372,7 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
             if move.moment == "back" and node is not None:
                 node, why = leader_of_back(watch.last, watch.nodes, pick_rng, node)
             else:
-                budget = min(interval / 2, max(0.0, deadline - time.monotonic()))
+                budget = min(interval / 4, max(0.0, deadline - time.monotonic()))
                 node, why = await wait_for(move.moment, watch, pick_rng, budget, since)
             if time.monotonic() >= deadline:
                 return
