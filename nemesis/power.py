@@ -104,9 +104,9 @@ class Power:
     def choose(self, rng, view):
         return choose_nodes(POWER, rng, view)
 
-    def aim(self, rng, plan, node):
-        """The targeted schedule's target: this node (nemesis.targeted)."""
-        return Target([node], spec="targeted")
+    def aim(self, rng, plan, nodes):
+        """The targeted schedule's target: these nodes (nemesis.targeted)."""
+        return Target(list(nodes), spec="targeted")
 
     def start(self, target: Target):
         keep_names = bool((target.detail or {}).get("keep_names"))

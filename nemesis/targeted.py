@@ -13,10 +13,11 @@ comes:
   leader-in-flight  the leader of a key while sends to that key are in flight;
   isr-change        a replica that just left or rejoined a key's ISR;
   last-standing     the only replica left in a key's ISR;
-  back              (second move of a play) the leader of a key that the
-                    previous move's node replicates, the instant that node was
-                    brought back (restarted, resumed, healed) -- before it has
-                    caught up.
+  back              (second move of a play) every other member of the ISR of a
+                    key the previous move's node is in (the leader among
+                    them), the instant that node was brought back (restarted,
+                    resumed, healed): it is left the last replica standing
+                    before it has caught up.
 
 A moment that does not come within a quarter of the interval falls back to the
 leader of a key (recorded as such). Holds are "brief" (0.1-0.3 x interval:
@@ -254,31 +255,32 @@ async def wait_for(moment: str, watch: StateWatch, rng: random.Random, budget: f
             pass
 
 
-def leader_of_back(cur: Snapshot | None, nodes: list[str], rng: random.Random, back: str) -> tuple[str, dict]:
-    """The moment `back`: the previous step's node was just brought back (its
-    fault undone: restarted, resumed, healed) and may not have caught up yet;
-    -> the leader of a key it replicates, at once (waiting for its inspector
-    to answer again is often too late: it fetches first)."""
+def isr_but_back(cur: Snapshot | None, nodes: list[str], rng: random.Random, back: str) -> tuple[list[str], dict]:
+    """The moment `back`: the previous move's node was just brought back
+    (restarted, resumed, healed) and may not have caught up yet; -> every
+    other member of the ISR of a key it is in (its leader among them), so that
+    it is left the last replica standing before it has caught up (waiting for
+    its inspector to answer again is often too late: it fetches first)."""
     cur = cur or Snapshot(0)
     cands = []
     for k in _keys(cur):
-        leader = _leader(cur, k)
-        if leader and leader != back and back in (_replicas(cur, k) or _isr(cur, k)):
-            cands.append((leader, {"key": k, "back": back, **_meta_json(cur, k)}))
+        isr, leader = _isr(cur, k), _leader(cur, k)
+        if leader and leader != back and back in isr:
+            cands.append((sorted(set(isr) - {back}), {"key": k, "back": back, **_meta_json(cur, k)}))
     if not cands:
         node, why = find("leader", cur, cur, rng, {}) or (rng.choice(nodes), {})
-        return node, {"moment": "back", "back": back, "fallback": "leader", **why}
-    node, why = rng.choice(cands)
-    return node, {"moment": "back", **why}
+        return [node], {"moment": "back", "back": back, "fallback": "leader", **why}
+    victims, why = rng.choice(cands)
+    return victims, {"moment": "back", **why}
 
 
-def aim(fault, rng: random.Random, plan, node: str) -> Target:
-    """The fault on this node: its own `aim` if it has one, else its random
-    choice with the node as `leader` (the leader-shaped targets hit it)."""
+def aim(fault, rng: random.Random, plan, nodes: list[str]) -> Target:
+    """The fault on these nodes: its own `aim` if it has one, else its random
+    choice with the first node as `leader` (the leader-shaped targets hit it)."""
     own = getattr(fault, "aim", None)
     if own is not None:
-        return own(rng, plan, node)
-    return fault.choose(rng, View(plan, node))
+        return own(rng, plan, list(nodes))
+    return fault.choose(rng, View(plan, nodes[0]))
 
 
 @dataclass
@@ -364,21 +366,22 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
     try:
         yield Sleep(interval * random.Random(seed).uniform(0.3, 0.6), deadline)  # let the workload start
         since = watch.seq
-        node = None
+        victims: list[str] = []
         for move in moves(seed, faults, interval):
             if time.monotonic() >= deadline:
                 return
             pick_rng = random.Random(move.pick_seed)
-            if move.moment == "back" and node is not None:
-                node, why = leader_of_back(watch.last, watch.nodes, pick_rng, node)
+            if move.moment == "back" and victims:
+                victims, why = isr_but_back(watch.last, watch.nodes, pick_rng, victims[0])
             else:
                 budget = min(interval / 4, max(0.0, deadline - time.monotonic()))
                 node, why = await wait_for(move.moment, watch, pick_rng, budget, since)
+                victims = [node]
             if time.monotonic() >= deadline:
                 return
             fault = ctx.nemesis.fault(move.fault)[1]
-            target = aim(fault, pick_rng, ctx.plan, node)
-            target.why = {"play": move.play, "step": move.step, **why, "node": node, "hold": move.hold,
+            target = aim(fault, pick_rng, ctx.plan, victims)
+            target.why = {"play": move.play, "step": move.step, **why, "nodes": victims, "hold": move.hold,
                           "seen_at": watch.last.time if watch.last else None}
             yield FaultStep(move.fault, target=target, action=move.fault)
             since = watch.seq   # the next moment may come while this fault acts or is undone

@@ -85,12 +85,14 @@ def test_last_standing():
 
 
 @pytest.mark.unit
-def test_back_strikes_the_leader_of_a_key_the_node_replicates():
+def test_back_leaves_the_node_last_standing():
     nodes = ["n1", "n2", "n3"]
-    node, why = targeted.leader_of_back(healthy(), nodes, random.Random(1), "n2")
-    assert node == "n1" and why == {"moment": "back", "key": 0, "back": "n2", "leader": "n1",
-                                    "isr": ["n1", "n2", "n3"], "epoch": 3}
-    node, why = targeted.leader_of_back(healthy(), nodes, random.Random(1), "n1")  # the leader itself came back
+    victims, why = targeted.isr_but_back(healthy(), nodes, random.Random(1), "n2")
+    assert victims == ["n1", "n3"] and why == {"moment": "back", "key": 0, "back": "n2", "leader": "n1",
+                                               "isr": ["n1", "n2", "n3"], "epoch": 3}
+    victims, why = targeted.isr_but_back(healthy(isr=("n1", "n3")), nodes, random.Random(1), "n2")
+    assert victims == ["n1"] and why["fallback"] == "leader"  # out of the ISR: it cannot be left standing
+    victims, why = targeted.isr_but_back(healthy(), nodes, random.Random(1), "n1")  # the leader came back
     assert why["fallback"] == "leader"
 
 
