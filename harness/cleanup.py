@@ -35,6 +35,51 @@ def pid_alive(pid: int, start_time: int | None) -> bool:
     return now is not None and (start_time is None or now == start_time)
 
 
+PF_EXITING = 0x4  # the kernel's per-task flag: the task is inside do_exit()
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+
+
+def owner_state(pid: int, start_time: int | None) -> str:
+    """"alive", "dying" or "gone" for the recorded owner of a run.
+
+    A SIGKILLed process does not vanish at once: its threads first take the
+    signal and exit (state R or D, flag PF_EXITING, SIGKILL pending), then it
+    stays a zombie until its parent reaps it. Its /proc entry exists all that
+    time, so "the entry exists" is not "the run is alive": a zombie is gone,
+    and a process with SIGKILL pending or any thread exiting is dying.
+    """
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return "gone"
+    if start_time is not None and int(fields[19]) != start_time:
+        return "gone"  # the pid was reused
+    if fields[0] in ("Z", "X", "x"):
+        return "gone"
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            tfields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # this thread is already gone
+        if tfields[0] in ("Z", "X", "x") or int(tfields[6]) & PF_EXITING:
+            return "dying"
+        for line in status.splitlines():
+            if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & SIGKILL_BIT:
+                return "dying"
+    return "alive"
+
+
+def wait_gone(pid: int, start_time: int | None, timeout: float) -> bool:
+    """Wait up to timeout seconds for a dying owner to be gone; True if it is."""
+    deadline = time.monotonic() + timeout
+    while owner_state(pid, start_time) != "gone":
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 class RunRecord:
     """The record file of one run; every mutation is written out at once."""
 
@@ -63,6 +108,10 @@ class RunRecord:
 
     def owner_alive(self) -> bool:
         return pid_alive(self.data["pid"], self.data.get("pid_start"))
+
+    def owner_state(self) -> str:
+        """"alive", "dying" (SIGKILLed, still exiting) or "gone" (zombies count as gone)."""
+        return owner_state(self.data["pid"], self.data.get("pid_start"))
 
     def add(self, kind: str, **fields) -> None:
         """Record a resource before creating it."""
@@ -177,14 +226,37 @@ def records(run_dir: Path | None = None) -> list[RunRecord]:
     return out
 
 
-def cleanup(run_id: str | None = None, include_live: bool = False, run_dir: Path | None = None) -> list[str]:
-    """Release the resources of crashed runs (or one run, or all with include_live)."""
+OWNER_EXIT_WAIT = 30.0  # seconds to wait for a dying run's harness to be gone
+
+
+def cleanup(run_id: str | None = None, include_live: bool = False, run_dir: Path | None = None,
+            say=lambda line: None, owner_wait: float = OWNER_EXIT_WAIT) -> list[str]:
+    """Release the resources of crashed runs (or one run, or all with include_live).
+
+    A run whose harness is still exiting (SIGKILLed a moment ago) is waited
+    for, and `say` is told so; releasing under a harness that still runs could
+    race with it, and skipping it would leave the run behind.
+    """
     removed: list[str] = []
     for rec in records(run_dir):
         if run_id is not None and rec.run_id != run_id:
             continue
-        if rec.owner_alive() and not include_live and run_id is None:
+        explicit = include_live or run_id is not None
+        state = rec.owner_state()
+        if state == "dying":
+            pid = rec.data["pid"]
+            say(f"cleanup: run {rec.run_id}: its harness (pid {pid}) is exiting; waiting for it")
+            if not wait_gone(pid, rec.data.get("pid_start"), owner_wait) and not explicit:
+                say(f"cleanup: run {rec.run_id}: its harness (pid {pid}) still exiting after "
+                    f"{owner_wait:g} s; skipped")
+                continue
+        elif state == "alive" and not explicit:
             continue
+        # Re-read: a run killed while writing its record may have added to it.
+        try:
+            rec = RunRecord.load(rec.path)
+        except (OSError, ValueError):
+            pass
         removed += release(rec)
         rec.remove_file()
     return removed

@@ -180,6 +180,9 @@ def run(
     storage: Optional[str] = typer.Option(None, hidden=True, help="deprecated: --option storage=..."),
     nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
+    nemesis_mode: Optional[str] = typer.Option(None, help="random | targeted: faults aimed by the sampled state "
+                                               "(leader, a follower whose HW moved, ...; default random)",
+                                               callback=choice("random", "targeted")),
     time_limit: Optional[float] = typer.Option(None, help="workload seconds (default 60)"),
     seed: Optional[int] = typer.Option(None, help="seed of the fault schedule and the workload"),
     nodes: Optional[int] = typer.Option(None, help="broker hosts, 1..5 (default 3)"),
@@ -214,7 +217,7 @@ def run(
         options = {**({"storage": storage} if storage else {}), **parse_settings(option, "--option")}
         spec = build_spec(str(spec_file) if spec_file else None, system=system, variant=variant, nemesis=nemesis,
                           system_options=options or None,
-                          nemesis_interval=nemesis_interval, time_limit=time_limit, seed=seed, nodes=nodes,
+                          nemesis_interval=nemesis_interval, nemesis_mode=nemesis_mode, time_limit=time_limit, seed=seed, nodes=nodes,
                           keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
                           subnet=subnet, name=name, store_root=store_root,
                           check=False if no_check else None)
@@ -297,7 +300,7 @@ def cleanup(
     """Remove what crashed runs left behind (namespaces, links, rules, processes)."""
     from harness import cleanup as c
 
-    removed = c.cleanup(run_id=run_id, include_live=all_)
+    removed = c.cleanup(run_id=run_id, include_live=all_, say=typer.echo)
     try:  # the docker backend labels its containers and networks instead
         from harness.cluster.docker import cleanup_docker
     except ImportError:

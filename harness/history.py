@@ -43,9 +43,10 @@ class HistoryWriter:
         extra = {"error": error} if error else {}
         return self.append(invocation["process"], type_, invocation["f"], value, **extra)
 
-    def nemesis(self, f: str, value: Any) -> dict:
-        """A fault (or heal) as an op of process "nemesis", recorded once applied."""
-        return self.append("nemesis", "info", f, value)
+    def nemesis(self, f: str, value: Any, **extra) -> dict:
+        """A fault (or heal) as an op of process "nemesis", recorded once applied;
+        extra fields (the targeted schedule's `why`) go into the op."""
+        return self.append("nemesis", "info", f, value, **extra)
 
     def close(self) -> None:
         with self._lock:

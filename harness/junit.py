@@ -89,7 +89,10 @@ def campaign_cases(folder: Path, summary: dict) -> list[Case]:
 def _campaign_case(folder: Path, cell: dict, run: dict, previous: str | None) -> Case:
     props = {"seed": run.get("seed"), "store": str(folder / run["store"]) if run.get("store") else "",
              "cell": cell["id"], "expect": cell["expect"], "cell_status": cell["status"],
-             "comparison": cell.get("comparison", "")}
+             "comparison": cell.get("comparison", ""),
+             # time to first anomaly: this run's, and the cell's median with the fraction of runs that found one
+             "ttfa_s": run.get("ttfa_s"), "cell_ttfa_median_s": cell.get("ttfa_median_s"),
+             "cell_with_anomaly": f"{cell.get('with_anomaly', 0)}/{(cell.get('counts') or {}).get('done', 0)}"}
     name = run["tag"]
     if run["verdict"] == "not-run":
         return Case(cell["label"], name, "skipped", "not run (budget spent or campaign stopped)", properties=props)

@@ -81,6 +81,11 @@ class RandomProgram:
     def steps(self, ctx, deadline):
         from nemesis.schedule import random_steps
 
+        if self.spec.nemesis_mode == "targeted":
+            from nemesis.targeted import targeted_steps
+
+            return targeted_steps(ctx, self.faults, self.spec.seed, self.spec.nemesis_interval, deadline,
+                                  ctx.db.inspector, getattr(ctx.workload, "in_flight", None))
         return random_steps(ctx, self.faults, self.spec.seed, self.spec.nemesis_interval, deadline,
                             leader=ctx.workload.leader_node)
 
@@ -106,6 +111,8 @@ def preflight(spec: TestSpec, program: Program) -> None:
         if not (run_store.REPO_DIR / folder).is_dir():
             raise RunError(f"no {folder}/ under {run_store.REPO_DIR}; run from a full checkout")
     try:
+        if getattr(spec, "nemesis_mode", "random") == "targeted" and program.faults:
+            system.require(INSPECT, "--nemesis-mode targeted")
         for fault in program.faults:
             kind = registry.fault(fault)
             system.require_fault(kind)

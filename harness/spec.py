@@ -37,6 +37,9 @@ class TestSpec(BaseModel):
     seed: int | None = None
     nemesis: list[str] = Field(default_factory=list, description="faults (replog.faults)")
     nemesis_interval: float = Field(10.0, gt=0, description="seconds between fault start and stop")
+    nemesis_mode: Literal["random", "targeted"] = Field(
+        "random", description="random: targets drawn blindly; targeted: targets and moments drawn from the "
+                              "state the system's inspector shows (nemesis/targeted.py)")
     keys: int = Field(3, ge=1, le=64, description="partitions of the topic = history keys")
     concurrency: int = Field(10, ge=1, le=200, description="client processes")
     rate: float = Field(100.0, gt=0, description="target ops/s over all clients")

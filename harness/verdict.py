@@ -5,6 +5,7 @@ scenario's verdict, kept across a later `harness check`), written once by
 harness.store.write_results."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness import store as run_store
@@ -25,13 +26,71 @@ def _judged(store_dir, checked: dict, findings: dict | None) -> dict:
     return judge(checked, section)
 
 
+def _example_ops(example) -> list[int]:
+    """History indices one anomaly example names: its `ops` list and its `op`
+    (ints or ops with an index); reports.anomalies.example_ops reads them the same way."""
+    if not isinstance(example, dict):
+        return []
+    found = example.get("ops", [])
+    found = (found if isinstance(found, list) else [found]) + ([example["op"]] if "op" in example else [])
+    return [x if isinstance(x, int) else x["index"] for x in found
+            if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, dict) and isinstance(x.get("index"), int))]
+
+
+def _op_times(history: Path, wanted: set[int]) -> dict[int, int]:
+    """index -> time (ns) of the wanted ops, reading the history once."""
+    found: dict[int, int] = {}
+    try:
+        with open(history, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    op = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(op, dict) and op.get("index") in wanted and isinstance(op.get("time"), int):
+                    found[op["index"]] = op["time"]
+                    if len(found) == len(wanted):
+                        break
+    except OSError:
+        pass
+    return found
+
+
+def first_times(store_dir, results: dict) -> dict:
+    """Time to first anomaly: per checker section, `first_s` {anomaly: seconds from
+    the test's start to the earliest op its examples name}, and at the top
+    `first_anomaly_s` (the earliest of them; None without anomalies). Only
+    the examples a checker kept are looked at, so it is the earliest op among
+    those (checkers keep the first ones they meet)."""
+    sections = {name: sec for name, sec in (results.get("checkers") or {}).items() if isinstance(sec, dict)}
+    named: dict[tuple[str, str], list[int]] = {}
+    for checker, sec in sections.items():
+        counts = sec.get("counts") if isinstance(sec.get("counts"), dict) else {}
+        for name, exs in (sec.get("examples") if isinstance(sec.get("examples"), dict) else {}).items():
+            if counts and not counts.get(name):
+                continue
+            exs = exs if isinstance(exs, list) else [exs]
+            named[(checker, str(name))] = [i for e in exs for i in _example_ops(e)]
+    wanted = {i for ops in named.values() for i in ops}
+    times = _op_times(Path(store_dir) / run_store.HISTORY, wanted) if wanted else {}
+    earliest = None
+    for (checker, name), ops in named.items():
+        ts = [times[i] for i in ops if i in times]
+        if ts:
+            first = round(min(ts) / 1e9, 3)
+            sections[checker].setdefault("first_s", {})[name] = first
+            earliest = first if earliest is None else min(earliest, first)
+    results["first_anomaly_s"] = earliest
+    return results
+
+
 def check_store(store_dir: Path, engine: str = "local", master: str | None = None,
                 findings: dict | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
     from checkers import store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
-    results = _judged(store_dir, checked, findings)
+    results = first_times(store_dir, _judged(store_dir, checked, findings))
     run_store.write_results(store_dir, results)
     return results
 
@@ -45,7 +104,7 @@ def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: boo
         if not Path(store_dir).is_dir():
             out[store_dir] = checked
             continue
-        out[store_dir] = _judged(store_dir, checked, None)
+        out[store_dir] = first_times(store_dir, _judged(store_dir, checked, None))
         run_store.write_results(store_dir, out[store_dir])
     return out
 

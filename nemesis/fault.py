@@ -36,6 +36,7 @@ class Target:
     nodes: list[str]
     detail: Any = None
     spec: str = "scripted"   # how it was chosen: one | minority | ... | scripted
+    why: dict | None = None  # targeted schedule: the moment and the state that picked it (history `why`)
 
 
 @dataclass

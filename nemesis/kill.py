@@ -23,6 +23,10 @@ class Kill:
     def choose(self, rng, view):
         return choose_nodes(KILL, rng, view)
 
+    def aim(self, rng, plan, nodes):
+        """The targeted schedule's target: these nodes (nemesis.targeted)."""
+        return Target(list(nodes), spec="targeted")
+
     def start(self, target: Target):
         for n in target.nodes:
             self.process.kill(n)

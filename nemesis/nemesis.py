@@ -30,15 +30,16 @@ class Nemesis:
             self.faults[name] = (kind, kind.make(self.env))
         return self.faults[name]
 
-    def _record(self, f: str, value) -> dict:
-        op = self.history.nemesis(f, value)
+    def _record(self, f: str, value, **extra) -> dict:
+        op = self.history.nemesis(f, value, **extra)
         self.log(f"nemesis {f} {value}")
         return op
 
     async def start(self, name: str, target: Target):
         kind, fault = self.fault(name)
         value = await asyncio.to_thread(fault.start, target)
-        self._record(kind.start, value)
+        why = getattr(target, "why", None)
+        self._record(kind.start, value, **({"why": why} if why else {}))
         return value
 
     async def stop(self, name: str, target: Target | None = None) -> list:

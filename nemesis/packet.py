@@ -173,6 +173,11 @@ class Packet:
             return Target(list(self.plan.hosts), detail={"scope": "all", **b}, spec=spec)
         return Target(pick(spec, self.plan.nodes, rng, view.leader), detail={"scope": "nodes", **b}, spec=spec)
 
+    def aim(self, rng, plan, nodes):
+        """The targeted schedule's target: every link of these nodes, with a profile drawn as `choose` does."""
+        usable = [p for p in PROFILES if all(self.nfqueue.values()) or not any(k in p for k in NETEM_ONLY)]
+        return Target(list(nodes), detail={"scope": "nodes", **dict(rng.choice(usable))}, spec="targeted")
+
     def start(self, target: Target):
         d = dict(target.detail)
         scope = d.pop("scope", "all")

@@ -105,6 +105,15 @@ class Partition:
         g = grudges.make(kind, self.plan.hosts, rng, leader=view.leader, controller=self.role_host)
         return Target(sorted(g.nodes), detail=g, spec=kind)
 
+    def aim(self, rng, plan, nodes):
+        """The targeted schedule's target: these nodes cut off from every other host, together
+        (one node: isolated; nemesis.targeted)."""
+        if len(nodes) == 1:
+            g = grudges.isolate(self.plan.hosts, nodes[0])
+        else:
+            g = grudges.components([sorted(nodes), sorted(set(self.plan.hosts) - set(nodes))])
+        return Target(sorted(g.nodes), detail=g, spec="isolate")
+
     def start(self, target: Target):
         return {"kind": target.spec, "grudge": self.network.apply(target.detail)}
 

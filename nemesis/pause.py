@@ -13,6 +13,10 @@ class Pause:
     def choose(self, rng, view):
         return choose_nodes(PAUSE_FAULT, rng, view)
 
+    def aim(self, rng, plan, nodes):
+        """The targeted schedule's target: these nodes (nemesis.targeted)."""
+        return Target(list(nodes), spec="targeted")
+
     def start(self, target: Target):
         for n in target.nodes:
             self.pausable.pause(n)

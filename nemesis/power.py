@@ -119,6 +119,10 @@ class Power:
     def choose(self, rng, view):
         return choose_nodes(POWER, rng, view)
 
+    def aim(self, rng, plan, nodes):
+        """The targeted schedule's target: these nodes (nemesis.targeted)."""
+        return Target(list(nodes), spec="targeted")
+
     def start(self, target: Target):
         keep_names = bool((target.detail or {}).get("keep_names"))
         kill_and_wait(self.process, target.nodes)   # all down before any drop: no survivor re-replicates

@@ -66,6 +66,7 @@ class LogWorkload:
         self._writer_process = None
         self._writer_via = None  # the node the writer was told to connect through (write via:)
         self._bursts: list[asyncio.Task] = []  # parallel writes still in flight
+        self.in_flight: dict[int, int] = {}  # key -> sends awaiting an answer (the targeted nemesis reads it)
 
     def client(self, prefer: str | None = None):
         return self.db.client(self.cfg.request_timeout, prefer)
@@ -197,6 +198,7 @@ class LogWorkload:
         value = next(self._values)
         op = self.history.invoke(process, "send", [key, value])
         out = {"key": key, "value": value, "acks": acks, "invoke": op["index"]}
+        self.in_flight[key] = self.in_flight.get(key, 0) + 1
         try:
             offset = await asyncio.wait_for(client.send(key, value, acks=acks), self.cfg.request_timeout + 2)
         except DefiniteError as e:
@@ -208,6 +210,8 @@ class LogWorkload:
         except Exception as e:  # IndefiniteError, timeouts, anything else: unknown
             done = self.history.complete(op, "info", [key, value], error=_err(e))
             return {**out, "type": "info", "error": _err(e), "complete": done["index"]}
+        finally:
+            self.in_flight[key] -= 1
         done = self.history.complete(op, "ok", [key, [offset, value]])
         return {**out, "type": "ok", "offset": offset, "complete": done["index"]}
 

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import paramiko
 
-from harness.cleanup import RunRecord, _proc_start_time, pid_alive
+from harness.cleanup import OWNER_EXIT_WAIT, RunRecord, _proc_start_time, owner_state, wait_gone
 from harness.cluster.base import DEFAULT_ROLES, ClusterError, HostLayout, address_plan
 from harness.cluster.ssh import SshHosts
 from harness.remote.ssh import (GeneratedEd25519Key, SshRemote, SshUnreachable, new_ed25519_key,
@@ -300,8 +300,14 @@ def cleanup_docker(run_id: str | None = None, include_live: bool = False,
         if run_id is not None and rid != run_id:
             continue
         pid, start = owners[rid]
-        if run_id is None and not include_live and pid and pid_alive(pid, start or None):
-            continue
+        if run_id is None and not include_live and pid:
+            # a zombie or a harness still exiting from SIGKILL is not a live run
+            state = owner_state(pid, start or None)
+            if state == "dying":
+                wait_gone(pid, start or None, OWNER_EXIT_WAIT)
+                state = owner_state(pid, start or None)
+            if state != "gone":
+                continue
         removed += remove_run(client, rid)
     return removed
 

@@ -80,3 +80,16 @@ def test_campaign_junit_validates_and_marks_new_failures(tmp_path):
     assert cases[1].properties["seed"] == 1
     text = path.read_text()
     assert 'failures="1"' in text and 'errors="1"' in text and "&lt;&amp;&gt;" in text
+
+
+def test_campaign_junit_carries_time_to_first_anomaly(tmp_path):
+    c = cell("replica/hw/kill", "as-expected", ("valid", "invalid", "invalid"), expect="invalid")
+    c["runs"][1]["ttfa_s"], c["runs"][2]["ttfa_s"] = 12.5, 20.0
+    c["ttfa_median_s"], c["with_anomaly"], c["counts"] = 16.25, 2, {"done": 3}
+    cases = junit.campaign_cases(tmp_path, {"stamp": "T", "cells": [c]})
+    path = junit.write(tmp_path / "j.xml", "ttfa", cases)
+    xmlschema.XMLSchema(str(XSD)).validate(str(path))
+    assert [k.properties["ttfa_s"] for k in cases] == [None, 12.5, 20.0]
+    assert {k.properties["cell_ttfa_median_s"] for k in cases} == {16.25}
+    assert {k.properties["cell_with_anomaly"] for k in cases} == {"2/3"}
+    assert '<property name="cell_ttfa_median_s" value="16.25"' in path.read_text()
