@@ -180,9 +180,11 @@ def flat_keys(sends: list[tuple], reads: list[tuple], ends: list[tuple]):
 
 
 def same_verdicts(checkers: dict) -> dict:
-    """The checkers' results without the linearizability search's `seconds`: what both
-    engines must give identically."""
-    out = dict(checkers)
+    """The checkers' results without the linearizability search's `seconds` and the
+    verdict's time to first anomaly (`first_s`, added from the history after either
+    engine: harness/verdict.first_times): what both engines must give identically."""
+    out = {name: ({k: v for k, v in sec.items() if k != "first_s"} if isinstance(sec, dict) else sec)
+           for name, sec in checkers.items()}
     if "linearizability" in out:
         out["linearizability"] = {k: v for k, v in out["linearizability"].items() if k != "seconds"}
     return out
