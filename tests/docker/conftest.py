@@ -61,7 +61,7 @@ def cluster(docker_ready):
     c = new_cluster()
     try:
         c.create()
-        c.install_code(str(REPO))
+        c.install_code(str(REPO), ("replica",))
         yield c
     finally:
         c.destroy()

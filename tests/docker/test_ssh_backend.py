@@ -50,7 +50,7 @@ def test_existing_hosts_run_daemons_faults_and_clean_up(cluster, ssh_files):
     try:
         c.create()
         assert set(c.remotes) == {"ctl", "n1", "n2", "n3"}
-        c.install_code(str(REPO))
+        c.install_code(str(REPO), ("replica",))
         n1, n2 = c.remotes["n1"], c.remotes["n2"]
         assert n1.address == cluster.addresses["n1"]
         out = n1.run(["env", f"PYTHONPATH={c.layout.code_dir}", "python3", "-c", "import replica.wire"])
