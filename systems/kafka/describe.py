@@ -20,15 +20,10 @@ VERSION = 0
 _corr = itertools.count(1)
 
 
-async def describe_partitions(host: str, port: int, topic: str, timeout: float) -> dict[int, dict]:
-    """{partition: {leader_id, leader_epoch, replica_nodes, isr_nodes, eligible_leader_replicas,
-    last_known_elr, offline_replicas, error_code}} of one topic, as `host` answers it.
-    Raises LookupError when the broker says the topic does not exist, OSError/TimeoutError otherwise."""
-    corr = next(_corr)
-    req = DescribeTopicPartitionsRequest(topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
-                                         response_partition_limit=2000, cursor=None)
-    req.with_header(correlation_id=corr, client_id="replog-inspector")
-    frame = req.encode(version=VERSION, header=True, framed=True)
+async def _ask(host: str, port: int, req, response_class, version: int, timeout: float):
+    """One request on a fresh connection, its decoded answer (OSError / TimeoutError on failure)."""
+    req.with_header(correlation_id=next(_corr), client_id="replog-inspector")
+    frame = req.encode(version=version, header=True, framed=True)
     async with asyncio.timeout(timeout):
         reader, writer = await asyncio.open_connection(host, port)
         try:
@@ -38,19 +33,32 @@ async def describe_partitions(host: str, port: int, topic: str, timeout: float) 
             body = await reader.readexactly(size)
         finally:
             writer.close()
-    resp = DescribeTopicPartitionsResponse.decode(body, version=VERSION, header=True)
+    return response_class.decode(body, version=version, header=True)
+
+
+def _topic(resp, topic: str):
+    """The answer's entry for topic; LookupError when the broker says it does not exist."""
     for t in resp.topics:
-        if t.name != topic:
-            continue
-        if t.error_code:
-            raise LookupError(f"topic {topic!r}: error code {t.error_code}")
-        return {int(p.partition_index): {
-            "error_code": p.error_code, "leader_id": p.leader_id, "leader_epoch": p.leader_epoch,
-            "replica_nodes": list(p.replica_nodes), "isr_nodes": list(p.isr_nodes),
-            "eligible_leader_replicas": list(p.eligible_leader_replicas or ()),
-            "last_known_elr": list(p.last_known_elr or ()), "offline_replicas": list(p.offline_replicas or ()),
-        } for p in t.partitions}
+        if t.name == topic:
+            if t.error_code:
+                raise LookupError(f"topic {topic!r}: error code {t.error_code}")
+            return t
     raise LookupError(f"topic {topic!r} not in the answer")
+
+
+async def describe_partitions(host: str, port: int, topic: str, timeout: float) -> dict[int, dict]:
+    """{partition: {leader_id, leader_epoch, replica_nodes, isr_nodes, eligible_leader_replicas,
+    last_known_elr, offline_replicas, error_code}} of one topic, as `host` answers it.
+    Raises LookupError when the broker says the topic does not exist, OSError/TimeoutError otherwise."""
+    req = DescribeTopicPartitionsRequest(topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
+                                         response_partition_limit=2000, cursor=None)
+    resp = await _ask(host, port, req, DescribeTopicPartitionsResponse, VERSION, timeout)
+    return {int(p.partition_index): {
+        "error_code": p.error_code, "leader_id": p.leader_id, "leader_epoch": p.leader_epoch,
+        "replica_nodes": list(p.replica_nodes), "isr_nodes": list(p.isr_nodes),
+        "eligible_leader_replicas": list(p.eligible_leader_replicas or ()),
+        "last_known_elr": list(p.last_known_elr or ()), "offline_replicas": list(p.offline_replicas or ()),
+    } for p in _topic(resp, topic).partitions}
 
 
 def metadata_version(kafka_version: str) -> int:
@@ -66,31 +74,13 @@ async def metadata_partitions(host: str, port: int, topic: str, timeout: float, 
     below v7 (the broker does not say it), and there is no ELR."""
     from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-    corr = next(_corr)
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
                           allow_auto_topic_creation=False)
-    req.with_header(correlation_id=corr, client_id="replog-inspector")
-    frame = req.encode(version=version, header=True, framed=True)
-    async with asyncio.timeout(timeout):
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            writer.write(frame)
-            await writer.drain()
-            size = struct.unpack(">i", await reader.readexactly(4))[0]
-            body = await reader.readexactly(size)
-        finally:
-            writer.close()
-    resp = MetadataResponse.decode(body, version=version, header=True)
-    for t in resp.topics:
-        if t.name != topic:
-            continue
-        if t.error_code:
-            raise LookupError(f"topic {topic!r}: error code {t.error_code}")
-        return {int(p.partition_index): {
-            "error_code": p.error_code, "leader_id": p.leader_id,
-            "leader_epoch": p.leader_epoch if version >= 7 else None,
-            "replica_nodes": list(p.replica_nodes), "isr_nodes": list(p.isr_nodes),
-            "eligible_leader_replicas": [], "last_known_elr": [],
-            "offline_replicas": list(getattr(p, "offline_replicas", None) or ()),
-        } for p in t.partitions}
-    raise LookupError(f"topic {topic!r} not in the answer")
+    resp = await _ask(host, port, req, MetadataResponse, version, timeout)
+    return {int(p.partition_index): {
+        "error_code": p.error_code, "leader_id": p.leader_id,
+        "leader_epoch": p.leader_epoch if version >= 7 else None,
+        "replica_nodes": list(p.replica_nodes), "isr_nodes": list(p.isr_nodes),
+        "eligible_leader_replicas": [], "last_known_elr": [],
+        "offline_replicas": list(getattr(p, "offline_replicas", None) or ()),
+    } for p in _topic(resp, topic).partitions}
