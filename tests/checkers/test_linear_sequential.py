@@ -286,12 +286,17 @@ def on_spark(spark, tmp_path_factory):
 
 def _unstepped_keys(ops: list[dict]) -> set:
     """Keys with an acknowledged send invoked before an earlier one completed, or at an
-    offset not above every earlier one (earlier: by invocation)."""
+    offset not above every earlier one (earlier: by invocation), or with an indefinite send
+    whose value a read shows (it may have landed anywhere, issue 29)."""
+    sends, reads, _stats = flatten(ops)
+    read_values = {(key, value) for key, _offset, value, *_rest in reads}
     appends: dict[int, list] = {}
-    for key, _value, offset, kind, _process, invoke, complete in flatten(ops)[0]:
+    out = set()
+    for key, value, offset, kind, _process, invoke, complete in sends:
         if kind == "ok" and offset is not None:
             appends.setdefault(key, []).append((invoke, complete, offset))
-    out = set()
+        elif kind != "fail" and (key, value) in read_values:
+            out.add(key)
     for key, calls in appends.items():
         calls.sort()
         for i, (invoke, _complete, offset) in enumerate(calls[1:], 1):
