@@ -3,7 +3,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit $?
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=40 "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
     echo "test: no tests were collected; failing" >&2
