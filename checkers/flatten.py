@@ -65,6 +65,8 @@ import json
 from collections import Counter
 from typing import Iterable, Iterator
 
+from harness.store import PAST_MARK
+
 SEND_COLUMNS = ("key", "value", "offset", "type", "process", "invoke_index", "complete_index")
 READ_COLUMNS = ("key", "offset", "value", "process", "index", "pos", "session", "invoke_index",
                 "final")
@@ -330,6 +332,13 @@ def dump_rows(node: str, dump: dict) -> tuple[list[tuple], list[tuple]]:
         for offset, epoch, _crc, value in part.get("records", []):
             records.append((node, key, int(offset), int(epoch), encode_value(value)))
     return records, replicas
+
+
+def is_past(node: str) -> bool:
+    """A past copy ("n1@past2", harness.store.read_past_copies): a node's replica as it was
+    before a restart. It counts for divergence only: what it held may since have been
+    removed legitimately (an uncommitted tail) or its loss is reported by the final dumps."""
+    return PAST_MARK in node
 
 
 def flatten_dumps(dumps: dict[str, dict]) -> tuple[list[tuple], list[tuple]]:

@@ -28,6 +28,14 @@ every replica's log start were removed by retention or tiering, not lost.
   been removed by retention). Keys without any dumped replica are skipped.
   Per send; order key, offset, value.
 
+Past copies (`nodes/<node>/past/<n>.json`, systems that keep them: a stopped
+node's replica read from its disk before it restarted, named "<node>@past<n>")
+take part in divergence only, committed below their own HW: a restarted node
+truncates what its new leader lacks, so only the copy from before shows a
+committed record that was later overwritten. They are not replicas of the
+final state: they are left out of the committed range, missing-committed and
+lost-acknowledged.
+
 With tiered storage the dumps include one named ``remote`` (the finished
 remote segments, ``replica.remote_store.remote_dump``): one more copy of the
 offsets it holds, committed up to its end. An offset held only remotely is
@@ -49,7 +57,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from checkers.flatten import decode_value, flatten, flatten_dumps
+from checkers.flatten import decode_value, flatten, flatten_dumps, is_past
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("replica-diff")
@@ -82,7 +90,7 @@ def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
         "missing-committed": _missing_committed(records, replicas),
         "lost-acknowledged": _lost_acknowledged(records, replicas, sends),
     }
-    return summarize(findings, has_dumps=bool(replicas), complete=complete, final_reads=final_reads)
+    return summarize(findings, has_dumps=any(not is_past(r[0]) for r in replicas), complete=complete, final_reads=final_reads)
 
 
 def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: bool,
@@ -133,9 +141,11 @@ def _divergence(records, replicas, sends):
 
 
 def _committed_ranges(replicas) -> dict[int, tuple[int, int]]:
-    """key -> (min log_start, max hw)."""
+    """key -> (min log_start, max hw) over the final replicas."""
     ranges: dict[int, tuple[int, int]] = {}
-    for _node, key, hw, _leo, log_start in replicas:
+    for node, key, hw, _leo, log_start in replicas:
+        if is_past(node):
+            continue
         low, high = ranges.get(key, (log_start, hw))
         ranges[key] = (min(low, log_start), max(high, hw))
     return ranges
@@ -143,8 +153,9 @@ def _committed_ranges(replicas) -> dict[int, tuple[int, int]]:
 
 def _missing_committed(records, replicas):
     held = defaultdict(set)
-    for _node, key, offset, _e, _v in records:
-        held[key].add(offset)
+    for node, key, offset, _e, _v in records:
+        if not is_past(node):
+            held[key].add(offset)
     gaps = []
     for key, (low, high) in sorted(_committed_ranges(replicas).items()):
         expected = low
@@ -158,7 +169,7 @@ def _missing_committed(records, replicas):
 
 
 def _lost_acknowledged(records, replicas, sends):
-    held = {(key, value) for _node, key, _o, _e, value in records}
+    held = {(key, value) for node, key, _o, _e, value in records if not is_past(node)}
     ranges = _committed_ranges(replicas)
     lost = sorted(
         (key, offset, value, done) for key, value, offset, kind, _p, _inv, done in sends

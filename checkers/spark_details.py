@@ -83,8 +83,8 @@ def _rows(tables: Tables, table: str, only: set[int]) -> DataFrame:
         return raw.select("k", "offset", "vid", "vtext", "index", "value",
                           none.cast("string").alias("node"), none.cast("bigint").alias("epoch"),
                           F.lit(True).alias("acked"))
-    # records: only committed copies (offset below the holder's HW) are ever listed
-    hws = F.broadcast(tables.replicas.select("k", "node", "hw"))
+    # records: only committed copies (offset below the holder's HW, past copies too) are listed
+    hws = F.broadcast(tables.every_replica.select("k", "node", "hw"))
     return raw.join(hws, ["k", "node"]).where(F.col("offset") < F.col("hw")).select(
         "k", "offset", "vid", "vtext", none.cast("bigint").alias("index"), "value", "node",
         "epoch", F.lit(True).alias("acked"))

@@ -33,6 +33,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from checkers.flatten import PAST_MARK
 from checkers.parquet import SCHEMAS, table_paths
 from checkers.spark_schema import spark_schema
 
@@ -99,11 +100,14 @@ class Tables:
         self.ids = spark.createDataFrame(list(enumerate(runs)), "rid bigint, run string")
         self.width = partitions or max(int(spark.conf.get("spark.sql.shuffle.partitions")),
                                        -(-input_rows(run_dirs) // ROWS_PER_PARTITION))
-        self.replicas = self._keyed("replicas").select(
-            "k", "node", "hw", "log_start").cache()
+        # Past copies (checkers.replica_diff) give their committed records to divergence
+        # only: `every_replica` keeps their HWs, `replicas` is the final state.
+        self.every_replica = self._keyed("replicas").select(
+            "k", "node", "hw", "log_start", F.col("node").contains(PAST_MARK).alias("past")).cache()
+        self.replicas = self.every_replica.where(~F.col("past")).drop("past")
         self.ends = self._keyed("ends").select("k", "end_offset", "invoke_index",
                                                "complete_index").cache()
-        self._cached: list[DataFrame] = [self.replicas, self.ends]
+        self._cached: list[DataFrame] = [self.every_replica, self.ends]
         self.triples = self._cache(_triples(self.sends(), self.reads(), self.records()))
         # One scan of T, a row per key: runs with any observation (the log checker checked
         # something), any text value, and keys acknowledged to (a run with one that the final
@@ -193,11 +197,13 @@ class Tables:
             "k", "offset", "vid", "vtext", "process", "index", "pos", "session", "final"))
 
     def records(self) -> DataFrame:
-        """D: k, offset, vid, vtext, epoch, committed (offset below its replica's HW)."""
-        hws = F.broadcast(self.replicas.select("k", "node", "hw"))
+        """D: k, offset, vid, vtext, epoch, committed (offset below its replica's HW), held
+        (by a final replica, not only by a past copy)."""
+        hws = F.broadcast(self.every_replica.select("k", "node", "hw", "past"))
         return self._partitioned(self.raw("records").join(hws, ["k", "node"], "left").select(
             "k", "offset", "vid", "vtext", "epoch",
-            F.coalesce(F.col("offset") < F.col("hw"), F.lit(False)).alias("committed")))
+            F.coalesce(F.col("offset") < F.col("hw"), F.lit(False)).alias("committed"),
+            (~F.coalesce(F.col("past"), F.lit(False))).alias("held")))
 
     @functools.cached_property
     def suspect_streams(self) -> DataFrame | None:
@@ -293,7 +299,7 @@ def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFram
                  F.when(ok, F.col("complete_index")), F.when(fail, F.col("complete_index")),
                  none)
             .unionByName(part(reads, read_bits, F.col("index"), none, none, none))
-            .unionByName(part(records, F.lit(HELD), none, none, none,
+            .unionByName(part(records, F.when(F.col("held"), HELD).otherwise(0), none, none, none,
                               F.when(F.col("committed"), F.col("epoch")))))
     bits = F.col("bits").cast("int")
     return rows.groupBy(*VALUE).agg(

@@ -29,7 +29,7 @@ from checkers.checker import StoreData, merge_valid
 from checkers.flatten import flatten, flatten_dumps
 from checkers.history import HistoryError, iter_jsonl
 from harness import registry
-from harness.store import HISTORY, read_dumps as _read_dumps
+from harness.store import HISTORY, read_dumps as _read_dumps, read_past_copies
 
 
 class StoreError(ValueError):
@@ -182,8 +182,10 @@ def read_store_history(store_dir: str) -> tuple[list[dict], bool]:
 
 
 def read_dumps(store_dir: str) -> tuple[dict[str, dict], list[str]]:
-    """-> (node -> dump, data nodes whose dump is missing or unreadable)."""
-    return _read_dumps(store_dir)
+    """-> (node -> dump, and each past copy as "<node>@past<n>"; data nodes whose dump is
+    missing or unreadable)."""
+    dumps, missing = _read_dumps(store_dir)
+    return {**dumps, **read_past_copies(store_dir)}, missing
 
 
 def check_campaign(store_dirs: list[str], master: str | None = None,
@@ -229,9 +231,12 @@ PARQUET_FORMAT = 4  # bump when the tables' columns or their meaning change (4: 
 
 
 def parquet_sources(store_dir: str) -> dict:
-    """What the Parquet tables are made from: (size, mtime) of the history and every dump."""
-    paths = [HISTORY] + [os.path.join("nodes", node, "dump.json")
-                         for node in sorted(_listdir(os.path.join(store_dir, "nodes")))]
+    """What the Parquet tables are made from: (size, mtime) of the history, every dump and
+    every past copy."""
+    nodes = sorted(_listdir(os.path.join(store_dir, "nodes")))
+    paths = [HISTORY] + [os.path.join("nodes", node, "dump.json") for node in nodes] + [
+        os.path.join("nodes", node, "past", name) for node in nodes
+        for name in sorted(_listdir(os.path.join(store_dir, "nodes", node, "past")))]
     sources = {}
     for path in paths:
         try:

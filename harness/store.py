@@ -24,6 +24,8 @@ SCENARIO = "scenario.json"
 LEGACY_SCENARIO_RESULTS = "scenario-results.json"  # stores written before results.json kept the scenario part
 NODES = "nodes"
 DUMP = "dump.json"
+PAST = "past"          # nodes/<node>/past/<n>.json: the node's replica as it was before restart n
+PAST_MARK = "@past"    # a past copy's name among the dumps: "n1@past2" (checkers.flatten.is_past)
 DATA_NODE = re.compile(r"n\d+\Z")
 
 
@@ -176,6 +178,24 @@ def read_dumps(store: str | os.PathLike, problems: list[str] | None = None) -> t
         else:
             missing.append(d.name)
     return dumps, missing
+
+
+def write_past_copies(dest: str | os.PathLike, copies: list[dict]) -> None:
+    """A node's past copies into its collected folder: past/1.json, past/2.json, ..."""
+    if copies:
+        (Path(dest) / PAST).mkdir(parents=True, exist_ok=True)
+    for n, copy in enumerate(copies, 1):
+        write_json(Path(dest) / PAST / f"{n}.json", copy, indent=None)
+
+
+def read_past_copies(store: str | os.PathLike, problems: list[str] | None = None) -> dict[str, dict]:
+    """Every node's past copies, named "<node>@past<n>" (unreadable ones are left out and noted)."""
+    out = {}
+    for f in sorted(Path(store, NODES).glob(f"*/{PAST}/*.json")):
+        copy = read_json(f, problems)
+        if isinstance(copy, dict) and f.stem.isdigit():
+            out[f"{f.parent.parent.name}{PAST_MARK}{f.stem}"] = copy
+    return out
 
 
 def read_results(store: str | os.PathLike, problems: list[str] | None = None) -> dict | None:

@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 from harness.cluster.base import ClusterError
+from harness.store import write_past_copies
 from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, last_line
 from systems.kafka import install
@@ -83,6 +84,8 @@ class KafkaDb(NodeDaemons):
         self.env: dict[str, dict[str, str]] = {}
         self.lib: dict[str, str] = {}          # host -> lib folder on the host
         self.segments_py: dict[str, str] = {}  # host -> segments.py on the host
+        self.started: set[str] = set()           # nodes started at least once
+        self.past_copies: dict[str, list[dict]] = {}  # node -> its replicas before each restart
         self.process = self
         self.pausable = self
         self.inspector = KafkaInspector(self)
@@ -295,9 +298,23 @@ class KafkaDb(NodeDaemons):
                     os.path.join(self.node_dir(node), ZOO_CFG)]
             self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
             return
+        if node in self.nodes and node in self.started and not self.running(node):
+            self._keep_past_copy(node)
+        self.started.add(node)
         heap = CONTROLLER_HEAP if node == self.controller else BROKER_HEAP
         argv = [*self._java(node, heap), "kafka.Kafka", self.props_path(node)]
         self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
+
+    def _keep_past_copy(self, node: str) -> None:
+        """The stopped broker's replicas as its disk holds them, before it restarts.
+
+        Why: a returning broker truncates what the leader does not have, so the final
+        dumps no longer show a committed record that an unclean leader overwrote; the
+        replica diff compares these copies (committed below their HW checkpoint) with
+        the final ones for divergence only (checkers.replica_diff)."""
+        copy = self.read_dump(node)
+        if copy is not None:
+            self.past_copies.setdefault(node, []).append(copy)
 
     def startup_problem(self) -> str | None:
         return self.exited_at_startup([h for h in self.hosts if h in self.lib], "the Kafka node")
@@ -350,6 +367,7 @@ class KafkaDb(NodeDaemons):
                     remote.get(path, str(dest / "checkpoints" / rel))
                 except Exception:
                     pass
+        write_past_copies(dest, self.past_copies.get(node, []))
         if not self.running(node):
             dump = self.read_dump(node)
             if dump is not None:
