@@ -94,8 +94,8 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
                                       "+".join(nemesis) or "none", backend if backend != "netns" else None)
                         cells.append(_cell(campaign, cid, "run", system, era, nemesis, workload, None, backend))
     for scenario in campaign.scenarios:
-        system = _scenario_system(scenario)
-        for era in [v for v in system_variants(campaign, registry.system(system)) if v is not None]:
+        system, own = _scenario_system(scenario)
+        for era in own or [v for v in system_variants(campaign, registry.system(system)) if v is not None]:
             for backend in campaign.backends:
                 cid = cell_id("scenario", scenario, era, backend if backend != "netns" else None)
                 cell = _cell(campaign, cid, "scenario", system, era, [], None, scenario, backend)
@@ -123,9 +123,12 @@ def variant_of(cell: dict) -> str | None:
     return cell.get("variant", cell.get("era"))
 
 
-def _scenario_system(name: str) -> str:
+def _scenario_system(name: str) -> tuple[str, list[str]]:
+    """(its system, its own variants): a scenario with `variants:` (Kafka's `unclean-on` /
+    `unclean-off`) runs in each of them, the others in the campaign's variants of its system."""
     from nemesis.scenarios.script import load_scenario
-    return load_scenario(name).system
+    scenario = load_scenario(name)
+    return scenario.system, list(scenario.variants)
 
 
 def _cell(campaign, cid, kind, system, era, nemesis, workload, scenario, backend) -> Cell:

@@ -95,7 +95,8 @@ class CampaignFile(BaseModel):
     variants: list[Annotated[str, AfterValidator(lambda v: _known_name(v, "variant"))]] = Field(
         default_factory=lambda: _default_variants(), min_length=1,
         validation_alias=AliasChoices("variants", "eras"))
-    nemesis: list[list[str]] = Field(default_factory=lambda: [[]], min_length=1)
+    # the random runs' fault sets; `[]`: no random runs (a campaign of scenarios only)
+    nemesis: list[list[str]] = Field(default_factory=lambda: [[]])
     workloads: list[str] = Field(default_factory=lambda: ["log"])
     scenarios: list[str] = Field(default_factory=list)
     backends: list[Annotated[str, AfterValidator(lambda v: _known_name(v, "backend"))]] = Field(
@@ -118,6 +119,13 @@ class CampaignFile(BaseModel):
         if isinstance(data, dict) and "eras" in data and "variants" in data:
             raise ValueError("give `variants` or its alias `eras`, not both")
         return data
+
+    @model_validator(mode="after")
+    def _some_runs(self):
+        if not self.nemesis and not self.scenarios:
+            raise ValueError("`nemesis: []` runs no random runs, and there are no `scenarios`: "
+                             "give fault sets (e.g. [[kill]]) or scenarios")
+        return self
 
     @field_validator("nemesis", mode="before")
     @classmethod
