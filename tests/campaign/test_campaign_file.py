@@ -30,6 +30,7 @@ BAD = [
     ("expect: [{where: {colour: red}, verdict: valid}]\n", "field 'expect.0.where'", "unknown axis 'colour'"),
     ("expect: [{where: {era: hw}, verdict: broken}]\n", "field 'expect.0.verdict'", "'broken'"),
     ("runs: 0\n", "field 'runs'", "greater than or equal to 1"),
+    ("nemesis: []\n", "no `scenarios`", "fault sets"),
     ("subnets: 10.240.0.0/28\n", "field 'subnets'", "smaller than a /24"),
     ("eras: [hw\n", "malformed YAML", "line"),
     ("- just a list\n", "must be a mapping", ""),
@@ -157,3 +158,15 @@ def test_a_rule_can_judge_on_some_checkers(tmp_path):
         {"valid": "unknown", "checkers": {"log": {"valid": True}, "replica-diff": {"valid": "unknown"}}}))
     assert run_verdict(store, False)["verdict"] == "unknown"
     assert run_verdict(store, False, ["log"])["verdict"] == "valid"
+
+
+def test_a_scenario_campaign_runs_each_of_a_scenarios_own_variants(tmp_path):
+    """`nemesis: []` runs scenarios only; Kafka's kafka-unclean-election has its own variants
+    (unclean-on / unclean-off), which replace the campaign's variants of its system."""
+    f = tmp_path / "c.yaml"
+    f.write_text('systems: [kafka]\nvariants: ["4.1.1"]\nnemesis: []\nruns: 2\n'
+                 'scenarios: [kafka-unclean-election, kafka-hw-data-loss]\n')
+    cells = expand(load_campaign(str(f)), "salt")
+    assert [(c.kind, c.variant, len(c.runs)) for c in cells] == [
+        ("scenario", "unclean-on", 2), ("scenario", "unclean-off", 2), ("scenario", "4.1.1", 2)]
+    assert "divergence" in cells[0].why and cells[1].why == "the library declares valid"
