@@ -45,9 +45,9 @@ def leftovers(run_id: str) -> list[str]:
     found += [f"rule {l}" for l in lines("iptables", "-S")]
     found += [f"mount {l.split()[1]}" for l in Path("/proc/mounts").read_text().splitlines() if run_id in l]
     me = os.getpid()
-    for l in lines("ps", "-eo", "pid,args"):
+    for l in lines("ps", "-ww", "-eo", "pid,args"):
         pid = int(l.split()[0])
-        if pid != me and "ps -eo" not in l:
+        if pid != me and "pid,args" not in l:
             found.append(f"process {l.strip()[:160]}")
     return found
 
