@@ -28,13 +28,18 @@ every replica's log start were removed by retention or tiering, not lost.
   been removed by retention). Keys without any dumped replica are skipped.
   Per send; order key, offset, value.
 
+- overwritten: at (k, o), a past copy (below) held a value committed (o below
+  its own HW) and the final replicas' committed records at o hold another
+  value. A restarted node truncates what its new leader lacks, so only the copy
+  from before shows a committed record that was later replaced: the replicas
+  diverged there (an unclean leader election does this). Per (key, offset);
+  example as for divergence, past copies among the holders.
+
 Past copies (`nodes/<node>/past/<n>.json`, systems that keep them: a stopped
-node's replica read from its disk before it restarted, named "<node>@past<n>")
-take part in divergence only, committed below their own HW: a restarted node
-truncates what its new leader lacks, so only the copy from before shows a
-committed record that was later overwritten. They are not replicas of the
-final state: they are left out of the committed range, missing-committed and
-lost-acknowledged.
+node's replica read from its disk just before it restarted, named
+"<node>@past<n>") take part in overwritten only. They are not replicas of the
+final state: they are left out of divergence, the committed range,
+missing-committed and lost-acknowledged.
 
 With tiered storage the dumps include one named ``remote`` (the finished
 remote segments, ``replica.remote_store.remote_dump``): one more copy of the
@@ -42,7 +47,7 @@ offsets it holds, committed up to its end. An offset held only remotely is
 held; a remote record that differs from a replica's committed one is
 divergence.
 
-valid: False on any divergence; with every dump present, also on any
+valid: False on any divergence or overwritten record; with every dump present, also on any
 missing-committed or lost-acknowledged; "unknown" when no dump exists, or
 when some are missing and only the latter two (which a missing replica could
 explain) were found; True otherwise. lost-acknowledged also needs the final
@@ -87,6 +92,7 @@ def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
                complete: bool = True, final_reads: bool = True) -> dict:
     findings = {
         "divergence": _divergence(records, replicas, sends),
+        "overwritten": _overwritten(records, replicas, sends),
         "missing-committed": _missing_committed(records, replicas),
         "lost-acknowledged": _lost_acknowledged(records, replicas, sends),
     }
@@ -101,7 +107,7 @@ def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: 
     if counts["lost-acknowledged"] and not final_reads:  # not an anomaly: undecided
         undecided, counts["lost-acknowledged"] = counts["lost-acknowledged"], 0
         examples.pop("lost-acknowledged")
-    if counts["divergence"]:
+    if counts["divergence"] or counts["overwritten"]:
         valid = False
     elif not has_dumps:
         valid = "unknown"
@@ -117,15 +123,35 @@ def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: 
     return result
 
 
-def _divergence(records, replicas, sends):
+def _committed_copies(records, replicas) -> list[tuple[tuple, list]]:
+    """[((key, offset), [(node, epoch, value)])], in order, of every copy holding it below its HW."""
     hw = {(node, key): h for node, key, h, _leo, _ls in replicas}
-    committed = defaultdict(list)  # (key, offset) -> [(node, epoch, value)]
+    committed = defaultdict(list)
     for node, key, offset, epoch, value in records:
         if offset < hw.get((node, key), 0):
             committed[(key, offset)].append((node, epoch, value))
-    found = sorted(
-        (key_offset, sorted(holders)) for key_offset, holders in committed.items()
-        if len({(epoch, value) for _n, epoch, value in holders}) > 1)
+    return sorted((key_offset, sorted(holders)) for key_offset, holders in committed.items())
+
+
+def _divergence(records, replicas, sends):
+    """Offsets whose final committed copies differ (the examples list past copies too)."""
+    found = [(key_offset, holders) for key_offset, holders in _committed_copies(records, replicas)
+             if len({(epoch, value) for node, epoch, value in holders if not is_past(node)}) > 1]
+    return len(found), _offset_examples(found, sends)
+
+
+def _overwritten(records, replicas, sends):
+    """Offsets where a past copy's committed value is not among the final committed ones."""
+    found = []
+    for key_offset, holders in _committed_copies(records, replicas):
+        final = {value for node, _e, value in holders if not is_past(node)}
+        if final and any(value not in final for node, _e, value in holders if is_past(node)):
+            found.append((key_offset, holders))
+    return len(found), _offset_examples(found, sends)
+
+
+def _offset_examples(found, sends) -> list[dict]:
+    """Examples of per-offset findings: every committed holder and the ops that sent their values."""
     writers = defaultdict(list)
     wanted = {(k, v) for (k, _o), holders in found[:MAX_EXAMPLES] for _n, _e, v in holders}
     for key, value, _o, _kind, _p, _inv, done in sends:
@@ -137,7 +163,7 @@ def _divergence(records, replicas, sends):
         examples.append({"key": key, "offset": offset,
                          "replicas": [[n, e, decode_value(v)] for n, e, v in holders],
                          "ops": ops[:MAX_OPS]})
-    return len(found), examples
+    return examples
 
 
 def _committed_ranges(replicas) -> dict[int, tuple[int, int]]:

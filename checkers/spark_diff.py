@@ -5,6 +5,8 @@ docstring). Inputs are the cached facts of `checkers.spark_tables`:
 
 - divergence: per-offset facts O whose committed copies differ in epoch or
   value (min != max of either);
+- overwritten: per-offset facts O with a final committed copy and a value
+  that only past copies commit (`p_values`);
 - missing-committed: held offsets inside each key's committed range, a
   sentinel row at the range's end, and lag over k by offset: every step
   larger than one is a gap (weighted by its length in the count);
@@ -31,6 +33,8 @@ def flags(tables: Tables) -> list[DataFrame]:
     diverged = (F.col("c_lo") != F.col("c_hi")) | differs("c")
     return [
         flag(tables.offsets.where(F.col("c_lo").isNotNull() & diverged), "divergence",
+             ["key", "offset"], {"a": F.col("key"), "b": F.col("offset")}),
+        flag(tables.offsets.where(F.col("c_lo").isNotNull() & (F.col("p_values") > 0)), "overwritten",
              ["key", "offset"], {"a": F.col("key"), "b": F.col("offset")}),
         _missing_committed(tables),
         _lost_acknowledged(tables),
@@ -117,7 +121,7 @@ def _writers_request(k: int, vid: int, vtext: bool) -> Request:
 def _divergence_details(tables: Tables, top: dict):
     """Committed holders of each listed divergent offset, and the sends of their values."""
     requests = [_holders_request(k_of(tables.rids[run], p["key"]), p["offset"])
-                for (run, kind), (_n, payloads) in top.items() if kind == "divergence"
+                for (run, kind), (_n, payloads) in top.items() if kind in ("divergence", "overwritten")
                 for p in payloads]
     holders = lookup(tables, "records", requests)
     writers = [_writers_request(request.k, vid, vtext) for request, found in holders.items()

@@ -271,7 +271,7 @@ def _canonical_length(number):
 
 
 VALUE = ["k", "offset", "vid", "vtext"]
-OBS, RD, FIN, HELD = 1, 2, 4, 8  # bits of a triple's yes/no facts
+OBS, RD, FIN, HELD, PAST = 1, 2, 4, 8, 16  # bits of a triple's yes/no facts
 
 
 def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFrame:
@@ -280,10 +280,12 @@ def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFram
     obs: observed (acknowledged or read); rd: read; fin: read by a final
     poll; read_index: first poll reading it; ack_index / fail_index: the ok /
     failed send's completion; held: some replica holds it; c_lo / c_hi:
-    epochs of committed copies. One hash aggregation over all 30M input rows;
+    epochs of the final replicas' committed copies; past: a past copy commits it
+    (checkers.replica_diff, overwritten). One hash aggregation over all 30M input rows;
     O and V derive from its ~5M rows. Sends without an outcome that matters
     (info) are left out. The four yes/no facts travel as bits of one byte
     (one bit_or instead of four max buffers: ~6% of this aggregation, measured).
+    The fifth, past, marks committed copies that only past copies hold.
     """
     none = F.lit(None).cast("bigint")
     ok = (F.col("type") == 0) & F.col("offset").isNotNull()
@@ -299,15 +301,16 @@ def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFram
                  F.when(ok, F.col("complete_index")), F.when(fail, F.col("complete_index")),
                  none)
             .unionByName(part(reads, read_bits, F.col("index"), none, none, none))
-            .unionByName(part(records, F.when(F.col("held"), HELD).otherwise(0), none, none, none,
-                              F.when(F.col("committed"), F.col("epoch")))))
+            .unionByName(part(records, F.when(F.col("held"), HELD)
+                              .otherwise(F.when(F.col("committed"), PAST).otherwise(0)), none, none, none,
+                              F.when(F.col("committed") & F.col("held"), F.col("epoch")))))
     bits = F.col("bits").cast("int")
     return rows.groupBy(*VALUE).agg(
         F.bit_or("bits").alias("bits"), F.min("read_index").alias("read_index"),
         F.max("ack_index").alias("ack_index"), F.max("fail_index").alias("fail_index"),
         F.min("epoch").alias("c_lo"), F.max("epoch").alias("c_hi")).select(
         *VALUE, *[(bits.bitwiseAND(flag) != 0).cast("byte").alias(name) for name, flag in
-                  (("obs", OBS), ("rd", RD), ("fin", FIN), ("held", HELD))],
+                  (("obs", OBS), ("rd", RD), ("fin", FIN), ("held", HELD), ("past", PAST))],
         "read_index", "ack_index", "fail_index", "c_lo", "c_hi")
 
 
@@ -326,11 +329,13 @@ def _offset_facts(triples: DataFrame) -> DataFrame:
     """O: per (k, offset): observed values, reads, committed copies, held."""
     obs = F.col("obs") == 1
     committed = F.col("c_lo").isNotNull()
+    past_only = (F.col("past") == 1) & ~committed  # a past copy's committed value no final copy commits
     return (triples.where(F.col("offset").isNotNull()).groupBy("k", "offset").agg(
         F.max("obs").alias("obs"), F.max("rd").alias("rd"), F.max("fin").alias("fin"),
         F.min("read_index").alias("read_index"), F.max("held").alias("held"),
         F.min("c_lo").alias("c_lo"), F.max("c_hi").alias("c_hi"),
-        *_distinct_values(obs, "obs"), *_distinct_values(committed, "c")))
+        *_distinct_values(obs, "obs"), *_distinct_values(committed, "c"),
+        *_distinct_values(past_only, "p")))
 
 
 def _key_facts(offsets: DataFrame, replicas: DataFrame) -> DataFrame:

@@ -84,6 +84,13 @@ _ALL = [
             "replicas diverge at {n} offset{s}",
             (), "Replica state, which Jepsen does not read; clients that read both copies show "
             ":inconsistent-offsets."),
+    Anomaly("overwritten", "replica-diff",
+            "A record a replica held below its high watermark before a restart was replaced by another at the "
+            "same offset in the final logs: the replicas diverged there, and the restart truncated the evidence "
+            "(what an unclean leader election does).",
+            "{n} committed offset{s} overwritten", (),
+            "Replica state over time, which Jepsen does not read; clients that read the offset before and "
+            "after show :inconsistent-offsets."),
     Anomaly("missing-committed", "replica-diff",
             "Offsets below the high watermark that no replica holds: committed data is gone from every copy "
             "of the log.",

@@ -34,8 +34,10 @@ def store(tmp_path, name, ops, dumps):
     (d / "nodes").mkdir(parents=True)
     (d / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in ops))
     for node, dump in dumps.items():
-        (d / "nodes" / node).mkdir()
-        (d / "nodes" / node / "dump.json").write_text(json.dumps(dump))
+        node, _, past = node.partition("@past")  # a past copy: nodes/<node>/past/<n>.json
+        path = d / "nodes" / node / (f"past/{past}.json" if past else "dump.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(dump))
     return str(d)
 
 

@@ -57,3 +57,12 @@ def lost_acknowledged():
         part["records"] = [r for r in part["records"] if r[0] != 1]
         part["hw"] = part["leo"] = 1
     return dumps
+
+
+def overwritten():
+    """agreeing(), and n1's copy from before a restart (its past copy 1, named as the replica
+    diff names it) that held 555 at key 0's committed offset 2, where every final replica
+    holds 102."""
+    dumps = agreeing()
+    dumps["n1@past1"] = dump(1, {0: (3, 0, [(0, 0, 100), (1, 0, 101), (2, 0, 555)])})
+    return dumps

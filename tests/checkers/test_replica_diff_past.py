@@ -1,5 +1,6 @@
 """Past copies in the replica diff: a node's replica as it was before a restart
-(nodes/<node>/past/<n>.json) counts for divergence only, in both engines."""
+(nodes/<node>/past/<n>.json) shows committed records that were later overwritten
+(`overwritten`), and nothing else, in both engines."""
 
 import json
 
@@ -48,17 +49,18 @@ CASES = {"overwritten": overwritten, "uncommitted-tail": uncommitted_tail, "only
 
 
 @pytest.mark.unit
-def test_a_committed_record_a_past_copy_held_and_the_final_replicas_do_not_is_divergence(tmp_path):
+def test_a_committed_record_a_past_copy_held_and_the_final_replicas_replaced_is_overwritten(tmp_path):
     diff = check_store(str(overwritten(tmp_path / "s")))["checkers"]["replica-diff"]
-    assert diff["valid"] is False and diff["counts"]["divergence"] == 1
-    [example] = diff["examples"]["divergence"]
+    assert diff["valid"] is False and diff["counts"]["overwritten"] == 1
+    assert diff["counts"]["divergence"] == 0  # the final replicas agree
+    [example] = diff["examples"]["overwritten"]
     assert (example["key"], example["offset"]) == (0, 2)
     assert ["n1@past1", 0, 555] in example["replicas"] and ["n1", 0, 102] in example["replicas"]
     assert diff["counts"]["missing-committed"] == diff["counts"]["lost-acknowledged"] == 0
 
 
 @pytest.mark.unit
-def test_a_past_copys_tail_above_its_hw_is_not_divergence(tmp_path):
+def test_a_past_copys_tail_above_its_hw_is_not_overwritten(tmp_path):
     diff = check_store(str(uncommitted_tail(tmp_path / "s")))["checkers"]["replica-diff"]
     assert diff["valid"] is True, diff
 
@@ -79,4 +81,4 @@ def test_spark_treats_past_copies_as_the_local_engine_does(spark, tmp_path):
     for name, store in stores.items():
         local = check_store(store)
         assert same_verdicts(remote[store]["checkers"]) == same_verdicts(local["checkers"]), name
-    assert remote[stores["overwritten"]]["checkers"]["replica-diff"]["counts"]["divergence"] == 1
+    assert remote[stores["overwritten"]]["checkers"]["replica-diff"]["counts"]["overwritten"] == 1
