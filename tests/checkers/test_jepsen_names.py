@@ -54,6 +54,7 @@ COLUMN = {
     "read-then-lost": (),
     # replica state: Jepsen reads only what clients saw
     "divergence": (),
+    "overwritten": (),
     "missing-committed": (),
     "lost-acknowledged": (),
 }

@@ -48,7 +48,8 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "nats-paused-leader-divergence": {"file": (False, ["divergence"])},
     # Apache Kafka (DESIGN.md, "The same story on real Kafka"): the scenario's own variants, or the version
     "kafka-last-replica-standing": {"elr-off": (False, ["lost-write", "lost-acknowledged"]), "elr-on": (True, [])},
-    "kafka-unclean-election": {"unclean-on": (False, ["lost-write", "lost-acknowledged"]), "unclean-off": (True, [])},
+    "kafka-unclean-election": {"unclean-on": (False, ["lost-write", "lost-acknowledged", "overwritten"]),
+                               "unclean-off": (True, [])},
     "kafka-power-coordinated": {"no-fsync": (False, ["lost-write", "lost-acknowledged"]), "fsync": (True, [])},
     "kafka-hw-data-loss": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
                            "0.10.2.2": (False, ["lost-write"])},
