@@ -732,11 +732,18 @@ def read_meta_properties(log_dir):
     return out
 
 
-def _optional_checkpoint(log_dir, name):
+def _optional_checkpoint(log_dir, name, notes=None):
+    """{} when the file is absent or unreadable: a broker killed while it rewrote the file
+    leaves it empty (seen on Kafka 4.1 after SIGKILL); the problem goes to `notes`."""
     path = os.path.join(log_dir, name)
     if not os.path.exists(path):
         return {}
-    return read_offset_checkpoint(path)
+    try:
+        return read_offset_checkpoint(path)
+    except ValueError as e:
+        if notes is not None:
+            notes.append(str(e))
+        return {}
 
 
 # -- whole log directories --------------------------------------------------------
@@ -774,8 +781,9 @@ def dump(log_dir, topic, broker=None):
         meta = read_meta_properties(log_dir)
         node = meta.get("node.id") or meta.get("broker.id")
         broker = int(node) if node is not None else None
-    hws = _optional_checkpoint(log_dir, "replication-offset-checkpoint")
-    starts = _optional_checkpoint(log_dir, "log-start-offset-checkpoint")
+    problems = []
+    hws = _optional_checkpoint(log_dir, "replication-offset-checkpoint", problems)
+    starts = _optional_checkpoint(log_dir, "log-start-offset-checkpoint", problems)
     parts = []
     for p, d in sorted(partition_dirs(log_dir, topic).items()):
         r = read_partition(d)
@@ -785,13 +793,17 @@ def dump(log_dir, topic, broker=None):
             records = [rec for rec in records if rec[0] >= log_start]
         hw = hws.get((topic, p))
         epoch_path = os.path.join(d, "leader-epoch-checkpoint")
-        epochs = read_leader_epoch_checkpoint(epoch_path) if os.path.exists(epoch_path) else []
+        try:
+            epochs = read_leader_epoch_checkpoint(epoch_path) if os.path.exists(epoch_path) else []
+        except ValueError as e:  # emptied by a kill mid-rewrite, as above
+            epochs = []
+            problems.append(str(e))
         parts.append({"topic": topic, "partition": p,
                       "hw": hw if hw is not None else 0,
                       "hw_source": "replication-offset-checkpoint" if hw is not None else "none",
                       "leo": r["leo"], "log_start": log_start, "records": records,
                       "epoch_cache": epochs, "torn_tail": r["torn_tail"], "bad_crc": r["bad_crc"],
-                      "skipped": r["skipped"], "aborted": r["aborted"], "notes": r["notes"]})
+                      "skipped": r["skipped"], "aborted": r["aborted"], "notes": problems + r["notes"]})
     return {"broker": broker, "partitions": parts}
 
 

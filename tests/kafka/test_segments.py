@@ -210,6 +210,20 @@ def test_log_start_checkpoint_drops_records_below(tmp_path):
 
 
 @pytest.mark.unit
+def test_a_checkpoint_emptied_by_a_kill_is_noted_not_fatal(tmp_path):
+    """A broker SIGKILLed while it rewrote its checkpoints leaves them empty (Kafka 4.1): the
+    dump of its stopped replicas still reads, with no HW (nothing counts as committed)."""
+    logdir = tmp_path / "logdir"
+    shutil.copytree(FIXTURE_LOGDIR, logdir)
+    for name in ("log-start-offset-checkpoint", "replication-offset-checkpoint"):
+        (logdir / name).write_text("")
+    (logdir / "log-0" / "leader-epoch-checkpoint").write_text("")
+    (p,) = segments.dump(str(logdir), "log")["partitions"]
+    assert (p["hw"], p["hw_source"], p["log_start"], p["leo"], p["epoch_cache"]) == (0, "none", 0, 76, [])
+    assert sum("expected a version line" in n for n in p["notes"]) == 3
+
+
+@pytest.mark.unit
 def test_script_on_a_bare_python(tmp_path):
     """The harness copies segments.py to a host with python3 only: run a copy of
     it isolated from site-packages and from this repository."""
