@@ -37,7 +37,11 @@ EVENTS = "events"            # DB.inspector.events: truncations / ISR changes fr
 CLOCK = "clock"              # DB.set_env works for LD_PRELOAD (libfaketime) on the next start
 DATA_FILES = "data-files"    # DB.data_dir / data_files name the node's on-disk state
 OFFSETS = "offsets"          # Inspector.state's leo / hw / log_start are the replica's own (scenario conditions)
-CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS)
+# An inspector with META_GROUP offers `async meta_group(nodes) -> {"leader": node | None, "members": [nodes]} | None`:
+# the group that holds the cluster's metadata (NATS's JetStream meta group) as the nodes report it now (None: no
+# node answers); scenario roles `the metadata leader`, `metadata follower I` (not in the protocol: optional).
+META_GROUP = "meta-group"
+CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP)
 
 
 class Unsupported(RuntimeError):

@@ -146,9 +146,13 @@ def parse(text: str, layout: roles.Layout, bound: set[str]) -> Condition:
 
 def _ref(text: str, layout, bound) -> roles.Ref:
     try:
-        return roles.parse_ref(text, layout, bound)
+        ref = roles.parse_ref(text, layout, bound)
     except roles.RefError as e:
         raise ConditionError(str(e)) from None
+    if ref.meta:
+        raise ConditionError(f"{text!r}: conditions do not follow the metadata group; bind it in a step "
+                             f"(`bind: {{M: {ref.text()}}}`) and name M")
+    return ref
 
 
 def _key(k: str, layout: roles.Layout) -> int:

@@ -181,6 +181,14 @@ class ScenarioProgram:
             return None
         return {int(k): m.as_json() for k, m in meta.items()}
 
+    async def meta_group(self) -> dict | None:
+        """The metadata group's leader and members (Inspector.meta_group), or None."""
+        try:
+            async with asyncio.timeout(3.0):
+                return await self.ctx.db.inspector.meta_group(list(self.ctx.plan.nodes))
+        except Exception:
+            return None
+
     async def resolve(self, ref_text: str, patience: float = 10.0) -> str:
         """A node reference -> a node. A metadata request that gets no answer, or
         an answer without the key (a NATS stream-info request can time out just
@@ -190,6 +198,12 @@ class ScenarioProgram:
         if ref.kind in ("node", "alias"):
             return roles.resolve(ref, {}, self.ctx.aliases)
         deadline = time.monotonic() + patience
+        if ref.meta:  # the metadata group, as the nodes' own reports name its leader
+            while True:
+                group = await self.meta_group()
+                if (group and group.get("leader")) or time.monotonic() >= deadline:
+                    return roles.resolve(ref, {}, self.ctx.aliases, group)
+                await asyncio.sleep(0.5)
         while True:
             meta = await self.metadata()
             if (meta and ref.key in meta) or time.monotonic() >= deadline:

@@ -1,12 +1,18 @@
 """Node references in scenario scripts: a host named directly (`n2`, or a
 role host of the system such as the replica's `ctl`), a role host by its
 role (`the controller`), a key role resolved at the moment the step runs
-(`leader of key 0`, `a follower of key 0`, `follower 2 of key 0`), or a name
-bound by an earlier step (`as: A`, `bind: {A: ...}`).
+(`leader of key 0`, `a follower of key 0`, `follower 2 of key 0`), a role in
+the system's metadata group resolved at the moment the step runs (`the
+metadata leader`, `a metadata follower`, `metadata follower 2`: NATS's
+JetStream meta group, capability META_GROUP), or a name bound by an earlier
+step (`as: A`, `bind: {A: ...}`).
 
 Key roles are resolved against the system's authority (LogClient.metadata:
 leaders and replica assignment by node name), so `a follower of key 0` is the
-first replica of key 0 in assignment order that is not its leader.
+first replica of key 0 in assignment order that is not its leader. Metadata
+roles are resolved against the group the nodes report (Inspector.meta_group:
+{"leader": node, "members": [nodes]}): `metadata follower I` is the I-th
+member in name order that is not the leader.
 """
 from __future__ import annotations
 
@@ -42,7 +48,7 @@ class Layout:
 
 @dataclass(frozen=True)
 class Ref:
-    kind: str  # node | alias | leader | follower
+    kind: str  # node | alias | leader | follower | meta-leader | meta-follower
     name: str | None = None  # node or alias name
     key: int = 0
     index: int = 1  # follower index, 1-based
@@ -52,12 +58,23 @@ class Ref:
             return self.name
         if self.kind == "leader":
             return f"leader of key {self.key}"
+        if self.kind == "meta-leader":
+            return "the metadata leader"
+        if self.kind == "meta-follower":
+            return f"metadata follower {self.index}"
         return f"follower {self.index} of key {self.key}"
+
+    @property
+    def meta(self) -> bool:
+        """A role in the system's metadata group (resolved with Inspector.meta_group)."""
+        return self.kind in ("meta-leader", "meta-follower")
 
 
 _LEADER = re.compile(r"^(?:the\s+)?leader\s+of\s+key\s+(\d+)$")
 _FOLLOWER = re.compile(r"^(?:(?:a|the)\s+follower|follower\s+(\d+))\s+of\s+key\s+(\d+)$")
 _NODE = re.compile(r"^n(\d+)$")
+_META_LEADER = re.compile(r"^(?:the\s+)?meta(?:data)?\s+leader$")
+_META_FOLLOWER = re.compile(r"^(?:(?:a|the)\s+meta(?:data)?\s+follower|meta(?:data)?\s+follower\s+(\d+))$")
 
 
 def parse_ref(text: str, layout: Layout, bound: set[str]) -> Ref:
@@ -82,6 +99,14 @@ def parse_ref(text: str, layout: Layout, bound: set[str]) -> Ref:
             raise RefError(f"{t!r}: key has {layout.replication_factor - 1} followers (replication factor "
                            f"{layout.replication_factor})")
         return Ref("follower", key=_key(int(m.group(2)), layout), index=index)
+    if _META_LEADER.match(low):
+        return Ref("meta-leader")
+    m = _META_FOLLOWER.match(low)
+    if m:
+        index = int(m.group(1) or 1)
+        if not 1 <= index < layout.nodes:
+            raise RefError(f"{t!r}: the metadata group of {layout.nodes} nodes has {layout.nodes - 1} followers")
+        return Ref("meta-follower", index=index)
     if t in bound:
         return Ref("alias", t)
     if re.match(r"^[A-Za-z_]\w*$", t):
@@ -89,7 +114,8 @@ def parse_ref(text: str, layout: Layout, bound: set[str]) -> Ref:
                        f"earlier step (`as: {t}` or `bind`)")
     roles = "".join(f", the {r}" for r in layout.roles)
     raise RefError(f"bad node reference {t!r}: use {layout.describe()}{roles}, leader of key K, "
-                   f"a follower of key K, follower I of key K, or a name bound earlier")
+                   f"a follower of key K, follower I of key K, the metadata leader, metadata follower I, "
+                   f"or a name bound earlier")
 
 
 def _key(key: int, layout: Layout) -> int:
@@ -98,13 +124,25 @@ def _key(key: int, layout: Layout) -> int:
     return key
 
 
-def resolve(ref: Ref, metadata: dict[int, dict], aliases: dict[str, str]) -> str:
+def resolve(ref: Ref, metadata: dict[int, dict], aliases: dict[str, str], group: dict | None = None) -> str:
     """The host name a reference means now. metadata: the authority's
-    {key: {"leader": node, "replicas": [nodes], ...}} (KeyMeta.as_json)."""
+    {key: {"leader": node, "replicas": [nodes], ...}} (KeyMeta.as_json);
+    group: the metadata group {"leader": node | None, "members": [nodes]}
+    (Inspector.meta_group), needed by metadata roles only."""
     if ref.kind == "node":
         return ref.name
     if ref.kind == "alias":
         return aliases[ref.name]
+    if ref.meta:
+        leader = (group or {}).get("leader")
+        if leader is None:
+            raise RefError(f"{ref.text()}: the metadata group has no leader now")
+        if ref.kind == "meta-leader":
+            return leader
+        followers = sorted(m for m in (group or {}).get("members", ()) if m != leader)
+        if len(followers) < ref.index:
+            raise RefError(f"{ref.text()}: the metadata group has only {len(followers)} followers")
+        return followers[ref.index - 1]
     part = metadata.get(ref.key)
     if part is None:
         raise RefError(f"{ref.text()}: key {ref.key} is unknown to the system")

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from checkers.vocabulary import ANOMALIES
 from harness import registry
 from harness.registry import DEFAULT_SYSTEM
-from harness.sut import Unsupported
+from harness.sut import META_GROUP, Unsupported
 from nemesis.fault import FaultArgError, NodesRequest
 from nemesis.scenarios import conditions, roles
 
@@ -369,9 +369,11 @@ def _check_references(scenario: Scenario, system) -> None:
 
         def check(ref: str) -> None:
             try:
-                roles.parse_ref(ref, plan, bound)
+                parsed = roles.parse_ref(ref, plan, bound)
             except roles.RefError as e:
                 raise ScenarioError(f"{where}: {e}") from None
+            if parsed.meta:
+                system.require(META_GROUP, f"{where}: `{ref}`")
 
         try:
             if step.fault is not None:

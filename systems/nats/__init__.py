@@ -31,8 +31,8 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, System,
-                         SystemOptions)
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, META_GROUP, OFFSETS, PAUSE, PROCESS,
+                         System, SystemOptions)
 
 STORAGE = ("file", "memory")
 MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there is no replica to read back "
@@ -103,7 +103,7 @@ SYSTEM = System(
     description="NATS JetStream (nats-server: Debian's 2.9.10 or a release, nats-py): one stream per key, "
                 "nodes n1..nN",
     options=NatsOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DATA_FILES, DUMP}),
+    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DATA_FILES, DUMP, META_GROUP}),
     faults=frozenset({"kill", "pause", "partition", "packet", "power", "corrupt"}),
     make_db=_make_db,
     check_settings=check_settings,

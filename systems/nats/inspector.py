@@ -12,6 +12,12 @@ only when it applies the committed Raft entry, so everything it stores is
 committed: hw = leo. JetStream 2.9 exposes no Raft term, so `epoch` is None
 (the reports mark a leader change by the leader's name instead).
 
+The metadata group (capability META_GROUP, scenario roles `the metadata
+leader`, `metadata follower I`): every server is a peer of JetStream's meta
+group, and `/jsz` names the leader the server follows (`meta_cluster.leader`).
+A node is the metadata leader when it says so itself and a majority of the
+nodes name it; otherwise there is none now.
+
 No live dumps: a running cluster serves reads from the stream leader only
 (`allow_direct` gets are answered by whichever replica the queue group
 picks), so one chosen replica's contents are read after the run, from its
@@ -31,6 +37,7 @@ from systems.nats.client import key_meta, key_of
 from systems.nats.config import MONITOR_PORT
 
 JSZ = "/jsz?accounts=true&streams=true"
+JSZ_META = "/jsz"
 
 
 async def http_get_json(host: str, port: int, path: str, timeout: float) -> dict:
@@ -49,6 +56,16 @@ async def http_get_json(host: str, port: int, path: str, timeout: float) -> dict
     if b" 200 " not in status + b" ":
         raise OSError(f"{host}:{port}{path}: {status.decode(errors='replace')}")
     return json.loads(body)
+
+
+def meta_leader(reports: dict[str, dict | None], nodes: list[str]) -> str | None:
+    """The metadata leader from each node's /jsz answer (None: no answer): the
+    node that names itself and is named by a majority of all nodes."""
+    named = {n: ((r or {}).get("meta_cluster") or {}).get("leader") or None for n, r in reports.items()}
+    for node in nodes:
+        if named.get(node) == node and sum(1 for v in named.values() if v == node) > len(nodes) // 2:
+            return node
+    return None
 
 
 def replica_states(node: str, jsz: dict) -> dict[int, ReplicaState]:
@@ -77,14 +94,29 @@ class NatsInspector:
         self.db = db
 
     async def jsz(self, node: str, timeout: float = 1.0) -> dict:
+        return await self.jsz_path(node, JSZ, timeout)
+
+    async def jsz_path(self, node: str, path: str, timeout: float = 1.0) -> dict:
         host = self.db.cluster.remotes[node].address
-        return await http_get_json(host, MONITOR_PORT, JSZ, timeout)
+        return await http_get_json(host, MONITOR_PORT, path, timeout)
 
     async def state(self, node: str, timeout: float = 0.5) -> dict[int, ReplicaState] | None:
         try:
             return replica_states(node, await self.jsz(node, timeout))
         except (OSError, asyncio.TimeoutError, ValueError):
             return None  # down, paused or cut off
+
+    async def meta_group(self, nodes: list[str]) -> dict | None:
+        async def report(node):
+            try:
+                return await self.jsz_path(node, JSZ_META, 1.0)
+            except (OSError, asyncio.TimeoutError, ValueError):
+                return None  # down, paused or cut off
+        answers = await asyncio.gather(*(report(n) for n in nodes))
+        reports = dict(zip(nodes, answers))
+        if not any(reports.values()):
+            return None
+        return {"leader": meta_leader(reports, nodes), "members": list(nodes)}
 
     async def dump(self, node: str) -> dict | None:
         return None  # see the module docstring: not a capability of NATS

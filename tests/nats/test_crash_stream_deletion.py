@@ -1,0 +1,52 @@
+"""The 2.10.22 stream deletion after process crashes, on real servers: a
+metadata follower killed and restarted, then the metadata leader and the
+other follower killed and restarted while the first is paused. On 2.10.22
+the new metadata leader's snapshot drops the stream on every node (lost-write
+for every acknowledged publish, exit 1, empty dumps); on 2.10.23 the same
+schedule loses nothing (exit 0). One run of each (~35 s each; the two
+releases are built with go install on first use, ~1.5 min each)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.harness.hrun_util import run_harness
+from tests.nats.natsutil import need_root
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _scenario(tmp_path, name: str):
+    for version in ("2.10.22", "2.10.23"):
+        if not (REPO / "build" / "nats" / version / "bin" / "nats-server").exists() and shutil.which("go") is None:
+            pytest.skip(f"no go to install nats-server {version}")
+    out = run_harness(tmp_path, "scenario", name, "--variant", "file", "--subnet", "10.212.9.0/24",
+                      "--store", tmp_path / "store", "--json", timeout=600)
+    results = json.loads(out.stdout[out.stdout.index("{"):])
+    store = Path(results["store"])
+    return out, results, store
+
+
+def test_2_10_22_deletes_the_stream_and_2_10_23_keeps_it(tmp_path):
+    need_root()
+    out, results, store = _scenario(tmp_path, "nats-crash-stream-deletion")
+    sc = results["scenario"]
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert set(sc["aliases"]) == {"M", "A", "B"} and len(set(sc["aliases"].values())) == 3
+    assert "10059" in sc["final"]["absent"]["0"]                      # the healthy cluster: stream not found
+    acked = len(sc["lost_writes"])
+    assert acked >= 20 and sc["forbidden_found"]["lost-write"] == acked
+    for node in ("n1", "n2", "n3"):                                   # gone from every node's store
+        dump = json.loads((store / "nodes" / node / "dump.json").read_text())
+        assert sum(len(p["records"]) for p in dump["partitions"]) == 0, node
+
+    out, results, store = _scenario(tmp_path, "nats-crash-stream-deletion-fixed")
+    sc = results["scenario"]
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert results["valid"] is True and not sc["final"].get("absent")
+    assert sc["final"]["keys"]["0"]["read_to"] >= 30                  # the 30 publishes acknowledged before the pair
