@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import os
 
-from systems.kafka.config import fmt
-
 RSM_CLASS = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 ROOT = "kafka-tiered-storage"        # LocalTieredStorage's folder under its `dir`
 TOPIC_ID_CHARS = 22                  # a topic id in the folder name: URL-safe base64 of 16 bytes
@@ -183,6 +181,3 @@ def _mtime(path: str) -> float:
     except OSError:
         return 0.0
 
-
-def render(props: dict) -> str:
-    return "".join(f"{k}={fmt(v)}\n" for k, v in props.items())
