@@ -15,6 +15,11 @@
   ssh hosts the offsets stay unknown (None) rather than cost an SSH command
   per node per second. The leader's HW is the partition's high watermark
   as consumers see it (ListOffsets latest).
+- Tiered storage (systems/kafka/tiered.py): each replica's local log start is
+  its first local segment, the remote end (one past the last remote offset;
+  -1: none) is read from the remote segments in the directory every broker
+  shares, and `log_start` is the leader's (ListOffsets earliest: the remote
+  tier included). `more_dumps` adds the remote tier as the copy `remote`.
 - Events (ISR shrink/expand, truncations) are parsed from the collected
   kafka.log (systems/kafka/events.py).
 """
