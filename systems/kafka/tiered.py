@@ -31,6 +31,7 @@ hold, like the replica's remote tier) for the replica diff.
 from __future__ import annotations
 
 import os
+import time
 
 RSM_CLASS = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 ROOT = "kafka-tiered-storage"        # LocalTieredStorage's folder under its `dir`
@@ -129,7 +130,7 @@ def segment_end(path: str, base: int) -> int | None:
         end, _size = _scan_ends(path, base, 0)
     except (OSError, ValueError):
         return None
-    if end is not None and os.path.exists(path):
+    if end is not None and time.time() - _mtime(path) > 2.0:   # not a copy still being written
         _ENDS[path] = end
     return end
 
