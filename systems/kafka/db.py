@@ -59,8 +59,13 @@ class KafkaMissing(ClusterError):
 
 
 def new_cluster_id() -> str:
-    """Kafka's cluster id: 16 random bytes, URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's cluster id: 16 random bytes, URL-safe base64 without padding (22 characters),
+    never starting with '-' (as Kafka's Uuid.randomUuid: StorageTool's argument parser takes
+    `-t -abc...` for an option and fails the format, 1 run in 64)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaDb(NodeDaemons):
