@@ -25,6 +25,10 @@ the OS flushes; every: log.flush.interval.messages=1), `controllers`
 (dedicated | combined), `idempotent` (the client's idempotent producer
 instead of one broker answer per send) and `java` (the launcher on the hosts).
 
+Tiered storage (`tiered`, or the setting remote.storage.enable: true; 4.x only):
+Kafka's LocalTieredStorage in a directory every broker of the run shares, the
+topic-based remote log metadata (systems/kafka/tiered.py).
+
 Dumps: each stopped broker's segment files are read back (record batch v2
 with its partitionLeaderEpoch; systems/kafka/segments.py, run on the host), so
 the replica diff compares real Kafka replicas offset by offset.
@@ -55,6 +59,10 @@ class KafkaOptions(SystemOptions):
     controllers: Literal["dedicated", "combined"] = "dedicated"
     idempotent: bool = False
     java: str = "java"   # the Java launcher on the hosts (17 or later), e.g. a JDK's bin/java
+    # KIP-405 tiered storage (4.x): LocalTieredStorage in a remote directory every broker shares,
+    # the topic-based remote log metadata manager (systems/kafka/tiered.py); also on when the
+    # settings have remote.storage.enable: true
+    tiered: bool = False
 
     @field_validator("version")
     @classmethod
@@ -93,8 +101,14 @@ def check_settings(settings: dict, options: KafkaOptions) -> None:
     before any host exists, so a version Maven does not serve stops the run at once."""
     from systems.kafka import install, settings as names
 
+    from systems.kafka import tiered
+
     names.check(settings, options.version)
     install.ensure_jars(options.version)
+    if tiered.enabled(settings, options):
+        if install.zk_era(options.version):
+            raise ValueError(f"tiered storage (KIP-405) needs Kafka 4.x; {options.version} has none")
+        install.ensure_tiered_jar(options.version)
 
 
 def node_events(nodes_dir):

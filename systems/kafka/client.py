@@ -290,14 +290,19 @@ class KafkaLogClient:
             return await asyncio.to_thread(read)
 
     async def end_offset(self, key: int) -> int:
+        return (await self.watermarks(key))[1]
+
+    async def watermarks(self, key: int) -> tuple[int, int]:
+        """(log start, high watermark) of key, as its leader answers ListOffsets
+        (earliest, latest); with tiered storage the log start counts the remote tier."""
         from confluent_kafka import TopicPartition
 
-        def watermarks() -> int:
+        def watermarks() -> tuple[int, int]:
             from confluent_kafka import KafkaException
 
             try:
-                _low, high = self._consumer_().get_watermark_offsets(TopicPartition(TOPIC, key),
-                                                                      timeout=self.request_timeout)
+                low, high = self._consumer_().get_watermark_offsets(TopicPartition(TOPIC, key),
+                                                                     timeout=self.request_timeout)
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 if err is not None and error_name(err) in ABSENT:
@@ -305,7 +310,7 @@ class KafkaLogClient:
                 raise IndefiniteError(f"list offsets: {e}") from None
             except Exception as e:
                 raise IndefiniteError(f"list offsets: {e}") from None
-            return high
+            return low, high
 
         async with self._read_lock:
             return await asyncio.to_thread(watermarks)

@@ -17,7 +17,14 @@ import sys
 from pathlib import Path
 
 ERA_RELEASES = {"hw": ("0.10.2.2",), "kip101": ("0.11.0.3",), "epoch": ("2.8.2", "4.1.1")}
-PAIRS = ("hw-data-loss", "hw-divergence", "fast-failover")
+TIERED = ("tiered-fresh-follower", "tiered-out-of-sync-follower", "tiered-multiple-hard-failures")
+PAIRS = ("hw-data-loss", "hw-divergence", "fast-failover", *TIERED)
+
+
+def eras_of(name: str) -> dict[str, tuple[str, ...]]:
+    """The eras and releases a pair is compared in: tiered storage (KIP-405) exists only in
+    the model's epoch era and on Kafka 4.x."""
+    return {"epoch": ("4.1.1",)} if name in TIERED else ERA_RELEASES
 
 
 def summary(run_dir: Path) -> dict | None:
@@ -65,7 +72,7 @@ def _cell(runs: list[dict]) -> tuple[str, str, str]:
 def table(store_root: Path, names=PAIRS) -> list[dict]:
     rows = []
     for name in names:
-        for era, releases in ERA_RELEASES.items():
+        for era, releases in eras_of(name).items():
             model = runs_of(store_root, name, era)
             for version in releases:
                 real = runs_of(store_root, f"kafka-{name}", version)
@@ -103,7 +110,7 @@ def compare_command(name: str | None, store_root: str, runs: int = 1, from_store
             return 2
     if not from_store:   # each run as the CLI runs it (this layer does not import the scenario runner)
         for n in names:
-            for era, releases in ERA_RELEASES.items():
+            for era, releases in eras_of(n).items():
                 for _ in range(runs):
                     _scenario(n, era, store_root, backend, subnet)
                     for version in releases:

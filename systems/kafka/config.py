@@ -51,9 +51,11 @@ def node_id(node: str) -> int:
 
 
 def render(node: str, roles: str, addresses: dict[str, str], voters: list[str], data_dir: str,
-           settings: dict, options, replication_factor: int) -> str:
+           settings: dict, options, replication_factor: int, tiered_store: tuple[str, str] | None = None) -> str:
     """server.properties of one node. `roles`: "broker", "controller" or
-    "broker,controller"; `voters`: the quorum's host names."""
+    "broker,controller"; `voters`: the quorum's host names; `tiered_store`:
+    (the RemoteStorageManager's class path, the shared remote directory) when
+    tiered storage is on (systems/kafka/tiered.py)."""
     me = addresses[node]
     quorum = ",".join(f"{node_id(v)}@{addresses[v]}:{CONTROLLER_PORT}" for v in voters)
     props: dict[str, object] = {
@@ -85,6 +87,13 @@ def render(node: str, roles: str, addresses: dict[str, str], voters: list[str], 
     if options.fsync == "every":
         props["log.flush.interval.messages"] = 1
     broker_settings, _topic = names.split(settings, options.version)
+    if tiered_store is not None and "broker" in roles:
+        from systems.kafka import tiered
+
+        class_path, remote = tiered_store
+        props.update(tiered.broker_props(broker_settings, class_path, remote, replication_factor))
+    elif tiered_store is not None:   # the controller validates CreateTopics' remote.storage.enable against it
+        props["remote.log.storage.system.enable"] = True
     props.update(broker_settings)
     return "".join(f"{k}={fmt(v)}\n" for k, v in props.items())
 
@@ -134,8 +143,12 @@ def render_zookeeper(data_dir: str, address: str) -> str:
 
 def topic_config(settings: dict, options) -> dict:
     """CreateTopics configs of the run's topic."""
+    from systems.kafka import tiered
+
     _broker, topic = names.split(settings, options.version)
     out = dict(topic)
+    if tiered.enabled(settings, options):
+        out = tiered.topic_defaults(out)
     if options.fsync == "every":
         out.setdefault("flush.messages", 1)
     return out

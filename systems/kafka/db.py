@@ -27,7 +27,7 @@ from harness.cluster.base import ClusterError
 from harness.store import write_past_copies
 from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, last_line
-from systems.kafka import install
+from systems.kafka import install, tiered
 from systems.kafka.client import KafkaLogClient
 from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
                                   render_zookeeper, topic_config)
@@ -59,8 +59,13 @@ class KafkaMissing(ClusterError):
 
 
 def new_cluster_id() -> str:
-    """Kafka's cluster id: 16 random bytes, URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's cluster id: 16 random bytes, URL-safe base64 without padding (22 characters),
+    never starting with '-' (as Kafka's Uuid.randomUuid: StorageTool's argument parser takes
+    `-t -abc...` for an option and fails the format, 1 run in 64)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaDb(NodeDaemons):
@@ -81,6 +86,7 @@ class KafkaDb(NodeDaemons):
         self.keys = shape.keys
         self.replication_factor = shape.replication_factor
         self.cluster_id = new_cluster_id()
+        self.tiered = tiered.enabled(self.settings, options)
         self.env: dict[str, dict[str, str]] = {}
         self.lib: dict[str, str] = {}          # host -> lib folder on the host
         self.segments_py: dict[str, str] = {}  # host -> segments.py on the host
@@ -133,6 +139,10 @@ class KafkaDb(NodeDaemons):
         return [os.path.join(part, "*.log"), os.path.join(part, "*.index"), os.path.join(part, "*.timeindex"),
                 os.path.join(part, "leader-epoch-checkpoint"), os.path.join(d, "*-checkpoint")]
 
+    def remote_dir(self) -> str:
+        """Tiered storage's remote directory, shared by every broker of the run."""
+        return tiered.remote_dir(self.cluster.layout.work_dir)
+
     def props_path(self, node: str) -> str:
         return os.path.join(self.node_dir(node), PROPS)
 
@@ -148,6 +158,9 @@ class KafkaDb(NodeDaemons):
         problem = install.java_problem(remote, self.options.java)
         if problem:
             raise KafkaMissing(problem)
+        if self.tiered and _separate_filesystem(remote):
+            raise KafkaMissing(f"host {node}: tiered storage needs a remote directory every broker shares; "
+                               f"only netns hosts (this machine's file system) have one")
         if _separate_filesystem(remote):
             lib = os.path.join(self.cluster.layout.work_dir, "kafka-lib", self.options.version)
             if remote.run(["test", "-f", os.path.join(lib, install.broker_jar(self.options.version))],
@@ -163,8 +176,12 @@ class KafkaDb(NodeDaemons):
         if self.zk_era:
             self._install_zk_era(node, addresses, tmp)
             return
+        store = None
+        if self.tiered:
+            store = (str(install.tiered_jar(self.options.version)), self.remote_dir())
+            remote.run(["mkdir", "-p", self.remote_dir()])
         props = render(node, self.roles(node), addresses, self.voters, self.data_dir(node), self.settings,
-                       self.options, self.replication_factor)
+                       self.options, self.replication_factor, tiered_store=store)
         for name, text in ((PROPS, props), (LOG4J, LOG4J2)):
             local = os.path.join(tmp, f"{node}-{name}")
             Path(local).write_text(text)
@@ -205,6 +222,8 @@ class KafkaDb(NodeDaemons):
         (the hosts in parallel: each format is a JVM start)."""
         try:
             local_lib = install.ensure_jars(self.options.version)
+            if self.tiered:
+                install.ensure_tiered_jar(self.options.version)
         except install.KafkaUnavailable as e:
             raise KafkaMissing(str(e)) from None
         addresses = {h: self.cluster.remotes[h].address for h in self.hosts}
@@ -224,6 +243,27 @@ class KafkaDb(NodeDaemons):
         for n in self.hosts:
             self.start(n)
         self.wait_started()
+        if self.tiered:
+            self.wait_logged(self.nodes, tiered.RLMM_READY)
+
+    def wait_logged(self, nodes: list[str], line: str, timeout: float = 180.0) -> None:
+        """Until every one of `nodes` logged `line` (tiered storage: each broker's remote log
+        metadata manager has its topic and consumer; until then a broker that dies before
+        `__remote_log_metadata` exists with its replication factor would leave the others
+        retrying, and a scenario's first kill is often at once). A node that exited ends it."""
+        import time
+
+        pending = set(nodes)
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for node in sorted(pending):
+                if self.cluster.remotes[node].run(["grep", "-q", "-F", line, self.log_path(node)],
+                                                  check=False).returncode == 0:
+                    pending.discard(node)
+            if pending and self.startup_problem():
+                return
+            if pending:
+                time.sleep(0.5)
 
     def wait_started(self, timeout: float = 180.0) -> None:
         """Until every node logged that it started (a JVM takes 10 s on an idle

@@ -15,6 +15,11 @@
   ssh hosts the offsets stay unknown (None) rather than cost an SSH command
   per node per second. The leader's HW is the partition's high watermark
   as consumers see it (ListOffsets latest).
+- Tiered storage (systems/kafka/tiered.py): each replica's local log start is
+  its first local segment, the remote end (one past the last remote offset;
+  -1: none) is read from the remote segments in the directory every broker
+  shares, and `log_start` is the leader's (ListOffsets earliest: the remote
+  tier included). `more_dumps` adds the remote tier as the copy `remote`.
 - Events (ISR shrink/expand, truncations) are parsed from the collected
   kafka.log (systems/kafka/events.py).
 """
@@ -27,6 +32,7 @@ import time
 from pathlib import Path
 
 from harness.sut import ReplicaState
+from systems.kafka import tiered
 from systems.kafka.client import elr, partition_meta
 
 CHECKPOINT_FILE = "replication-offset-checkpoint"
@@ -66,6 +72,7 @@ class KafkaInspector:
         self._client = None
         self._round: tuple[float, dict[int, dict], dict[int, int]] | None = None
         self._lock = None
+        self._starts: dict[int, int] = {}   # the leaders' log start per key (ListOffsets earliest), this round
 
     def _kafka(self):
         if self._client is None:
@@ -83,10 +90,10 @@ class KafkaInspector:
                 parts = await asyncio.wait_for(self._kafka().describe(), 2.0)
             except Exception:
                 parts = {}
-            hws = {}
+            hws, self._starts = {}, {}
             for key in parts:
                 try:
-                    hws[key] = await asyncio.wait_for(self._kafka().end_offset(key), 1.0)
+                    self._starts[key], hws[key] = await asyncio.wait_for(self._kafka().watermarks(key), 1.0)
                 except Exception:
                     pass
             self._round = (time.monotonic(), parts, hws)
@@ -124,9 +131,29 @@ class KafkaInspector:
             hw = hws.get(key) if role == "leader" else checkpoint.get(key)
             if hw is not None and leo is not None:
                 hw = min(hw, leo)
+            tier = {}
+            if self.db.tiered:
+                # tiered storage: `start` is the first local segment; the log start is the
+                # leader's (remote tier included), the remote end the shared directory's
+                remote = await asyncio.to_thread(tiered.remote_end, self.db.remote_dir(), TOPIC, key) \
+                    if local else None
+                tier = {"local_log_start": start, "remote_end": remote}
+                start = self._starts.get(key, start)
             out[key] = ReplicaState(key=key, role=role, leader=meta.leader, epoch=meta.epoch, leo=leo, hw=hw,
-                                    log_start=start, isr=meta.isr if role == "leader" else ())
+                                    log_start=start, isr=meta.isr if role == "leader" else (), **tier)
         return out
+
+    async def more_dumps(self, timeout: float = 20.0) -> dict[str, dict]:
+        """With tiered storage, the remote tier as one more copy (node `remote`): the
+        segments in the shared remote directory (systems/kafka/tiered.remote_dump)."""
+        if not self.db.tiered:
+            return {}
+        try:
+            dump = await asyncio.wait_for(asyncio.to_thread(tiered.remote_dump, self.db.remote_dir(), TOPIC,
+                                                            self.db.keys), timeout)
+        except Exception:
+            return {}
+        return {"remote": dump}
 
     def elr(self, parts: dict[int, dict]) -> dict[int, tuple[str, ...]]:
         return {k: elr(p) for k, p in parts.items()}

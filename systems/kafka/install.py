@@ -78,6 +78,45 @@ def ensure_jars(version: str) -> Path:
     return out
 
 
+def tiered_dir(version: str) -> Path:
+    """Where the storage module's test jar (LocalTieredStorage) of a version goes."""
+    return REPO / "build" / "kafka" / version / "tiered"
+
+
+def tiered_jar(version: str) -> Path:
+    return tiered_dir(version) / f"kafka-storage-{version}-test.jar"
+
+
+def ensure_tiered_jar(version: str) -> Path:
+    """Kafka's own file-system RemoteStorageManager (`LocalTieredStorage`, in the
+    storage module's test jar, `org.apache.kafka:kafka-storage:<v>:jar:test`:
+    Maven Central serves it for 4.0.0 and later) in build/kafka/<v>/tiered/,
+    resolved with `mvn dependency:copy` the first time tiered storage needs it.
+    The brokers load it through remote.log.storage.manager.class.path."""
+    jar = tiered_jar(version)
+    if jar.is_file():
+        return jar
+    if zk_era(version):
+        raise KafkaUnavailable(f"tiered storage (KIP-405) needs Kafka 4.x; {version} has none")
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaUnavailable(f"no {jar.relative_to(REPO)} and no `mvn` to fetch it; install Maven "
+                               f"(apt-get install maven) and run {SETUP_HINT}")
+    tmp = jar.with_name(jar.name + ".partial")
+    proc = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), "dependency:copy",
+                           f"-Dartifact=org.apache.kafka:kafka-storage:{version}:jar:test",
+                           f"-DoutputDirectory={tmp.parent / 'partial'}", "-Dmdep.overWriteReleases=true"],
+                          capture_output=True, text=True, timeout=600)
+    got = tmp.parent / "partial" / jar.name
+    if proc.returncode != 0 or not got.is_file():
+        why = next((ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln), "")
+        raise KafkaUnavailable(f"Maven Central does not serve Kafka {version}'s LocalTieredStorage "
+                               f"(org.apache.kafka:kafka-storage:{version}:jar:test){': ' + why[:160] if why else ''}")
+    os.replace(got, jar)
+    shutil.rmtree(tmp.parent / "partial", ignore_errors=True)
+    return jar
+
+
 def java_problem(remote, java: str = "java") -> str | None:
     """One line if the host has no Java 17 or later to run a broker. The
     ZooKeeper-era releases (0.10.2, 0.11.0, 2.8) predate Java 17 but run on it

@@ -5,7 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 v="${KAFKA_VERSION:-$(sed -n 's/^DEFAULT_VERSION = "\(.*\)"/\1/p' systems/kafka/__init__.py)}"
+tiered() {   # LocalTieredStorage (the storage module's test jar) for --option tiered=true
+    jar="build/kafka/$v/tiered/kafka-storage-$v-test.jar"
+    [ -f "$jar" ] && return 0
+    echo "setup: Kafka $v LocalTieredStorage (org.apache.kafka:kafka-storage:$v:jar:test) from Maven Central" >&2
+    rm -rf "build/kafka/$v/tiered/partial"
+    mvn -B -q -Dstyle.color=never -f systems/kafka/maven/pom.xml dependency:copy \
+        "-Dartifact=org.apache.kafka:kafka-storage:$v:jar:test" "-DoutputDirectory=$PWD/build/kafka/$v/tiered/partial"
+    mv "build/kafka/$v/tiered/partial/kafka-storage-$v-test.jar" "$jar"
+    rm -rf "build/kafka/$v/tiered/partial"
+}
 if ls "build/kafka/$v/lib/kafka_2.13-$v.jar" >/dev/null 2>&1; then
+    tiered
     exit 0
 fi
 echo "setup: Kafka $v jars from Maven Central (mvn dependency:copy-dependencies)" >&2
@@ -14,3 +25,4 @@ mvn -B -q -Dstyle.color=never -f systems/kafka/maven/pom.xml "-Dkafka.version=$v
     "-DoutputDirectory=$PWD/build/kafka/$v/lib.partial"
 rm -rf "build/kafka/$v/lib"
 mv "build/kafka/$v/lib.partial" "build/kafka/$v/lib"
+tiered

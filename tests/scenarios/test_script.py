@@ -57,6 +57,8 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
                             "0.10.2.2": (False, ["divergence", "inconsistent-offsets"])},
     "kafka-fast-failover": {**{v: (True, []) for v in ("2.8.2", "4.0.1", "4.1.1", "4.2.1")},
                             "0.11.0.3": (False, ["divergence"])},
+    **{f"kafka-{name}": {"4.1.1": (True, []), "4.2.1": (True, [])}
+       for name in ("tiered-fresh-follower", "tiered-out-of-sync-follower", "tiered-multiple-hard-failures")},
 }
 
 
