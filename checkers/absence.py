@@ -25,8 +25,8 @@ from __future__ import annotations
 import mmap
 import os
 
-from checkers.flatten import decode_value, flatten
-from checkers.history import iter_jsonl
+from checkers.input.flatten import decode_value, flatten
+from checkers.input.history import iter_jsonl
 from checkers.log_anomalies import MAX_EXAMPLES
 
 MARKER = b'"absent":'

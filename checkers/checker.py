@@ -23,14 +23,14 @@ def merge_valid(verdicts: Iterable) -> bool | str:
 
 @dataclass(frozen=True)
 class StoreData:
-    """A store's history and replica dumps, flattened (checkers.flatten)."""
+    """A store's history and replica dumps, flattened (checkers.input.flatten)."""
 
     sends: list
     reads: list
     records: list
     replicas: list
     dumps_complete: bool  # every data node left a readable dump
-    ends: list = ()       # keys read to their end in the final phase (checkers.flatten ends)
+    ends: list = ()       # keys read to their end in the final phase (checkers.input.flatten ends)
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Checker:
     description: str
     check: Callable[[StoreData], dict]  # -> {"valid", "counts", "examples", ...}
     needs: tuple[str, ...] = ()
-    # its Spark driver, a module (contract in checkers/spark_check.py); None: under
+    # its Spark driver, a module (contract in checkers/spark/engine.py); None: under
     # --engine spark its result is {"valid": "unknown", "note": "no spark driver"}
     spark: str | None = None
 

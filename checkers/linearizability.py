@@ -10,7 +10,7 @@ key is searched with the WGL kernel (`checkers.linear.wgl`) against the
   holds, or never; a failed send never happened;
 - an ok poll's records of one key are a read: at one instant the log holds
   those values at those offsets (skipping no offset anybody observed);
-- the end of a key (`checkers.flatten` ends: where the final consumer stood
+- the end of a key (`checkers.input.flatten` ends: where the final consumer stood
   after its last poll of the key) asserts the log's length at that instant.
 
 Against the log checker (`checkers.log_anomalies`): a lost-write, unseen or
@@ -45,9 +45,9 @@ import time
 from collections import defaultdict
 from typing import Any, Iterable
 
-from checkers.flatten import decode_value
+from checkers.input.flatten import decode_value
 from checkers.linear.calls import Call
-from checkers.linear.local import merge_results
+from checkers.linear.history_local import merge_results
 from checkers.linear.models import Log
 from checkers.linear.wgl import check_calls
 
@@ -70,7 +70,7 @@ def key_calls(key: int, sends: Iterable[tuple], reads: Iterable[tuple],
     """The calls of one key, in invocation order.
 
     sends: (value, offset, type, process, invoke_index, complete_index) as in
-    checkers.flatten's send rows without the key; reads: (offset, value,
+    checkers.input.flatten's send rows without the key; reads: (offset, value,
     process, index, invoke_index); end: (end_offset, invoke_index,
     complete_index) or None. Values are canonical JSON texts (both engines
     compare the same texts).
@@ -109,7 +109,7 @@ def check_key(key: int, sends, reads, end, deadline_epoch: float | None,
     """Search one key; the deadline travels as wall-clock time (it crosses processes).
 
     skips: look for polls that skip an observed offset (False: the caller knows none does
-    and has left out records no step needs, `checkers.spark_linear._needed_reads`)."""
+    and has left out records no step needs, `checkers.spark.linearizability._needed_reads`)."""
     model = Log()
     model.check_skips = skips
     calls = model.prepare(key_calls(key, sends, reads, end))
@@ -141,7 +141,7 @@ def result(per_key: list[tuple[int, dict]], engine: str, seconds: float,
     """Per-key verdicts -> the checker result (the same merge as `harness check-history`).
 
     settled: (keys, calls, configs) of keys found linearizable without a search
-    (`checkers.spark_sequential`), counted as the search would count them."""
+    (`checkers.spark.sequential`), counted as the search would count them."""
     per_key = sorted(per_key, key=lambda item: item[0])
     merged = merge_results(per_key, MODEL, engine)
     for name, count in zip(("keys", "calls", "configs"), settled):
@@ -158,7 +158,7 @@ def result(per_key: list[tuple[int, dict]], engine: str, seconds: float,
 
 def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple],
                time_limit: float | None = None) -> dict:
-    """In-process engine over the flat rows of `checkers.flatten` (all keys, one by one)."""
+    """In-process engine over the flat rows of `checkers.input.flatten` (all keys, one by one)."""
     started = time.monotonic()
     limit = time_limit_default() if time_limit is None else time_limit
     deadline_epoch = time.time() + limit
@@ -212,7 +212,7 @@ def _declare():
 
     return Checker("linearizability", "the history against the log model, per key (WGL search)",
                    lambda data: check_flat(data.sends, data.reads, data.ends),
-                   spark="checkers.spark_linear")
+                   spark="checkers.spark.linearizability")
 
 
 CHECKER = _declare()

@@ -1,7 +1,7 @@
 """Per-key log anomalies of a Kafka-style history, after Jepsen's Kafka checker.
 
-The in-process kernel: plain Python over the flat tables of `checkers.flatten`.
-`checkers.spark_log` computes exactly the same results with DataFrame jobs;
+The in-process kernel: plain Python over the flat tables of `checkers.input.flatten`.
+`checkers.spark.log_anomalies` computes exactly the same results with DataFrame jobs;
 a test holds the two to identical output.
 
 Vocabulary. A *key* is a partition. An *observation* of a key is an
@@ -35,7 +35,7 @@ given, identical in both engines):
   every offset read on that key (or the key was never read). Jepsen reports
   the final unseen count; final-phase polls read every key to its end, so any
   unseen send is an error -- when they did: on a key whose final reads did not
-  complete (no end row, see `checkers.flatten`: the run was interrupted before
+  complete (no end row, see `checkers.input.flatten`: the run was interrupted before
   the final phase, or its reads timed out) such a send is undecided, not
   unseen: it is counted under `unknown` with the reason, and the verdict is
   "unknown" unless something else is wrong. Per send; order key, offset, value.
@@ -45,7 +45,7 @@ given, identical in both engines):
   committed write removed later (era hw's truncation after a restart). Per
   send; order key, offset, value; ops: the ack and the first poll that read it.
 - nonmonotonic-poll / poll-skip: within one consumer session (one process,
-  between consumer resets, see `checkers.flatten`), the consecutive pairs of
+  between consumer resets, see `checkers.input.flatten`), the consecutive pairs of
   offsets read for a key, in history order and then position within a poll.
   delta = rank(second) - rank(first); delta < 1 (backwards or the same offset
   again) is nonmonotonic-poll, delta > 1 (it jumped over a known offset) is
@@ -85,7 +85,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from checkers.flatten import decode_value, flatten
+from checkers.input.flatten import decode_value, flatten
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("log")
@@ -104,7 +104,7 @@ def check(ops: Iterable[dict]) -> dict:
 
 
 def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dict:
-    """Check flat send, read and end rows (columns as in checkers.flatten)."""
+    """Check flat send, read and end rows (columns as in checkers.input.flatten)."""
     findings = {
         "inconsistent-offsets": _inconsistent_offsets(sends, reads),
         "duplicate": _duplicates(sends, reads),
@@ -343,7 +343,7 @@ def _declare():
 
     return Checker("log", "Jepsen's Kafka log anomalies over the history",
                    lambda data: check_flat(data.sends, data.reads, data.ends),
-                   spark="checkers.spark_log")
+                   spark="checkers.spark.log_anomalies")
 
 
 CHECKER = _declare()

@@ -3,8 +3,8 @@
 The history shows what clients saw; the dumps show what the replicas hold.
 This checker catches what clients could not see: replicas that disagree
 about committed data, holes in committed ranges, and acknowledged writes that
-no replica kept. In-process kernel over the flat rows of `checkers.flatten`;
-`checkers.spark_diff` computes identical results with DataFrame jobs.
+no replica kept. In-process kernel over the flat rows of `checkers.input.flatten`;
+`checkers.spark.replica_diff` computes identical results with DataFrame jobs.
 
 Per replica r of key k: hw(r), log_start(r), and its records (offset, epoch,
 value). A record at offset o is *committed on r* when o < hw(r): r has told
@@ -52,7 +52,7 @@ missing-committed or lost-acknowledged; "unknown" when no dump exists, or
 when some are missing and only the latter two (which a missing replica could
 explain) were found; True otherwise. lost-acknowledged also needs the final
 phase: dumps taken before the cluster recovered and every key was read to its
-end (`final_reads`, see `checkers.flatten` ends) may lack what the replicas
+end (`final_reads`, see `checkers.input.flatten` ends) may lack what the replicas
 would still have fetched, so then a lost-acknowledged finding is "unknown"
 with that reason.
 """
@@ -62,7 +62,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from checkers.flatten import decode_value, flatten, flatten_dumps, is_past
+from checkers.input.flatten import decode_value, flatten, flatten_dumps, is_past
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("replica-diff")
@@ -212,7 +212,7 @@ def _declare():
                    lambda data: check_flat(data.records, data.replicas, data.sends, complete=data.dumps_complete,
                                            final_reads=final_reads_complete(data.sends, data.ends)),
                    needs=("dump",),
-                   spark="checkers.spark_diff")
+                   spark="checkers.spark.replica_diff")
 
 
 CHECKER = _declare()

@@ -374,8 +374,8 @@ def bench(
                                    help="also from a history.jsonl of these many lines (comma list): convert, check, end to end"),
 ):
     """Checker benchmark: synthetic histories and dumps, both drivers timed against a same-run baseline."""
-    run_bench = _entry("checkers.bench", "run_bench")
-    run_jsonl_bench = _entry("checkers.bench_e2e", "run_jsonl_bench")
+    run_bench = _entry("checkers.bench.synthetic", "run_bench")
+    run_jsonl_bench = _entry("checkers.bench.from_jsonl", "run_jsonl_bench")
     size_list, jsonl_list = [], []
     for option, text, out_list in (("--sizes", sizes, size_list), ("--from-jsonl", from_jsonl, jsonl_list)):
         try:
@@ -528,7 +528,7 @@ def export(
         path = validate_store(store)
     except StoreError as e:
         fail(str(e))
-    history = importlib.import_module("checkers.history")
+    history = importlib.import_module("checkers.input.history")
     target = out or path / f"history.{format_.value}"
     if target.resolve() == (path / "history.jsonl").resolve():
         fail(f"--out {target} is the run's own history; pick another file")

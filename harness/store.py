@@ -25,7 +25,7 @@ LEGACY_SCENARIO_RESULTS = "scenario-results.json"  # stores written before resul
 NODES = "nodes"
 DUMP = "dump.json"
 PAST = "past"          # nodes/<node>/past/<n>.json: the node's replica as it was before restart n
-PAST_MARK = "@past"    # a past copy's name among the dumps: "n1@past2" (checkers.flatten.is_past)
+PAST_MARK = "@past"    # a past copy's name among the dumps: "n1@past2" (checkers.input.flatten.is_past)
 DATA_NODE = re.compile(r"n\d+\Z")
 
 
@@ -108,7 +108,7 @@ def write_results(store: str | os.PathLike, results: dict) -> None:
 # Tolerant readers (a crashed run's store must still be read): a missing file is
 # empty, lines that do not parse are skipped and, when asked, counted into
 # `problems` once per file. The strict history reader for the checkers, which
-# names a bad line, is checkers.history.
+# names a bad line, is checkers.input.history.
 try:  # several times faster on million-line histories
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a project dependency
@@ -198,9 +198,29 @@ def read_past_copies(store: str | os.PathLike, problems: list[str] | None = None
     return out
 
 
+# Scenario findings renamed since stores were first written: old key -> new key. The
+# readers below give an old store's results under the new names (a later `harness
+# check` then writes them). `lost_writes` meant "acknowledged sends the final reads did
+# not return", not the log checker's `lost-write` (issue 25: one meaning per name).
+RENAMED_SCENARIO_KEYS = {"lost_writes": "unread_acknowledged"}
+
+
+def _current_names(doc):
+    """A results document with its scenario section's old keys renamed (in place, same order)."""
+    section = doc.get("scenario") if isinstance(doc, dict) else None
+    if isinstance(section, dict) and any(old in section for old in RENAMED_SCENARIO_KEYS):
+        renamed = {}
+        for key, value in section.items():
+            new = RENAMED_SCENARIO_KEYS.get(key)
+            renamed[new if new and new not in section else key] = value
+        section.clear()
+        section.update(renamed)
+    return doc
+
+
 def read_results(store: str | os.PathLike, problems: list[str] | None = None) -> dict | None:
     """results.json (the one reader every other module uses), or None if the run has none."""
-    results = read_json(Path(store) / RESULTS, problems)
+    results = _current_names(read_json(Path(store) / RESULTS, problems))
     return results if isinstance(results, dict) else None
 
 
@@ -211,14 +231,14 @@ def has_results(store: str | os.PathLike) -> bool:
 
 def read_legacy_scenario_results(store: str | os.PathLike) -> dict | None:
     """An old store's scenario-results.json (before results.json kept the scenario part)."""
-    doc = read_json(Path(store) / LEGACY_SCENARIO_RESULTS)
+    doc = _current_names(read_json(Path(store) / LEGACY_SCENARIO_RESULTS))
     return doc if isinstance(doc, dict) else None
 
 
 def read_scenario_section(store: str | os.PathLike) -> dict | None:
     """The scenario part of the results (results.json, or an old store's scenario-results.json)."""
     for name in (RESULTS, LEGACY_SCENARIO_RESULTS):
-        doc = read_json(Path(store) / name)
+        doc = _current_names(read_json(Path(store) / name))
         if isinstance(doc, dict) and isinstance(doc.get("scenario"), dict):
             return doc["scenario"]
     return None

@@ -59,10 +59,10 @@ def _same_key(a: Any, key: int) -> bool:
 
 
 def scenario_keys(scenario) -> set[int]:
-    """Partitions that a scenario's lost writes or divergence name."""
+    """Partitions that a scenario's unread acknowledged writes or divergence name."""
     keys = set()
     for table in scenario.tables if scenario else []:
-        if table.title.startswith(("Lost", "Divergent")):
+        if table.field in ("unread_acknowledged", "divergence"):
             for row in table.rows:
                 try:
                     keys.add(int(row.get("key")))

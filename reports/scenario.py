@@ -2,7 +2,7 @@
 
 A scenario run's verdict is the scenario's: what its configuration forbids was or
 was not found, and the expected outcome per era was or was not met.  Its result
-also carries lost writes, divergent offsets per replica, truncation points and ISR
+also carries the acknowledged writes its final reads did not return, divergent offsets per replica, truncation points and ISR
 changes; each list of records becomes a table whose op columns link to the ops.
 """
 
@@ -18,7 +18,7 @@ from .clock import RunClock, seconds
 
 # result field -> table title, in page order
 TABLES = {
-    "lost_writes": "Lost writes",
+    "unread_acknowledged": "Acknowledged writes missing from the final reads",
     "divergence": "Divergent offsets (per replica)",
     "truncations": "Truncations (from broker logs)",
     "leo_drops": "LEO drops (truncation points seen in the samples)",
@@ -34,6 +34,7 @@ TIME_COLUMN = "t (s)"
 @dataclass
 class Table:
     title: str
+    field: str      # its list in the scenario section (a key of TABLES)
     columns: list[str]
     rows: list[dict[str, Any]]
     total: int
@@ -74,11 +75,11 @@ def _on_the_axis(row: dict, clock: RunClock) -> dict:
     return {TIME_COLUMN: seconds(t) if t is not None else str(row.get("time")), **rest}
 
 
-def _table(title: str, value: Any, clock: RunClock) -> Table | None:
+def _table(field_name: str, title: str, value: Any, clock: RunClock) -> Table | None:
     if not isinstance(value, list) or not value:
         return None
     rows = [_on_the_axis(r, clock) if isinstance(r, dict) else {"value": r} for r in value[:MAX_ROWS]]
-    return Table(title, _columns(rows), rows, len(value))
+    return Table(title, field_name, _columns(rows), rows, len(value))
 
 
 def _expected_text(expected: Any) -> str:
@@ -106,7 +107,7 @@ def read_scenario(results: dict | None, store_dir: Path, clock: RunClock) -> Sce
             description = str(inner.get("description") or "") if isinstance(inner, dict) else ""
         except (OSError, ValueError):
             description = ""
-    tables = [t for key, title in TABLES.items() if (t := _table(title, sc.get(key), clock))]
+    tables = [t for key, title in TABLES.items() if (t := _table(key, title, sc.get(key), clock))]
     extra = {k: v for k, v in sc.items() if k not in SHOWN}
     details = json.dumps(extra, indent=1, default=str) if extra else ""
     check = sc.get("truncation_check")

@@ -40,9 +40,9 @@ def read_dumps(nodes_dir: Path, problems: list[str]) -> dict[str, dict[str, Any]
 def read_edn_history(path: Path, problems: list[str]) -> list[dict[str, Any]]:
     """A Jepsen ``history.edn``, through the checkers' reader (the one EDN mapping)."""
     try:
-        from checkers.history import read_history
+        from checkers.input.history import read_history
     except ImportError:
-        problems.append("history.edn found but checkers.history is not available to read it")
+        problems.append("history.edn found but checkers.input.history is not available to read it")
         return []
     try:
         return [op for op in read_history(str(path)) if isinstance(op, dict)]

@@ -1,14 +1,16 @@
-"""The story of each anomaly: one row per lost or divergent acknowledged write.
+"""The story of each loss: one row per lost or divergent acknowledged write.
 
-A reviewer asks of every lost write: who acknowledged it and when, which leader
+A reviewer asks of every acknowledged write the cluster lost: who acknowledged it and when, which leader
 (in which epoch) held it then, what the nemesis did next, and which event
 removed it: a truncation, or an election of a replica that did not have it.
 All of that is in the store (history, broker and controller logs, samples), so
 each row puts it together on the report's one time axis (seconds since start).
 
-Lost writes are acknowledged sends absent from the final reads (the same rule
-as the scenario results); without final reads (an interrupted run) the
-checkers' examples are used.  Divergent offsets come from the replica diff.
+Its *losses* are the acknowledged sends absent from the final reads (the
+scenario results' `unread_acknowledged`); without final reads (an interrupted
+run), the examples of every loss kind the checkers report (LOSS_TYPES: the log
+checker's `lost-write`, `read-then-lost` and `unseen`, the replica diff's
+`lost-acknowledged`).  Divergent offsets come from the replica diff.
 """
 
 from __future__ import annotations
@@ -119,8 +121,9 @@ def _checker_types(anomalies: list[Anomaly]) -> dict[tuple[int, Any], list[str]]
     return out
 
 
-def lost_writes(history: list[dict], anomalies: list[Anomaly]) -> list[tuple[int, int | None, Any]]:
-    """(key, offset, value) of every acknowledged send missing from the final reads."""
+def losses(history: list[dict], anomalies: list[Anomaly]) -> list[tuple[int, int | None, Any]]:
+    """(key, offset, value) of every acknowledged send missing from the final reads
+    (without a final phase: of every loss-kind example the checkers give)."""
     acked = _sends(history)
     final_at, final, _ = _reads(history)
     if final_at is not None:
@@ -210,14 +213,14 @@ def stories(history: list[dict], faults: list[Fault], samples: list[dict], anoma
             events: list[NodeEvent], drops: list[dict],
             divergent: list[tuple[int, int, list[tuple[str, Any, Any]]]],
             held: dict[int, set] | None = None) -> list[Story]:
-    """One story per lost write, then one per divergent offset (key, offset, [(node, epoch, value)])
+    """One story per loss (see `losses`), then one per divergent offset (key, offset, [(node, epoch, value)])
     not already told.  With the replicas' dumps (``held``), a write some replica still holds
     is not lost, only beyond the final reads (their HW stopped short of it): no story."""
     acked = _sends(history)
     _, final, first_read = _reads(history)
     types = _checker_types(anomalies)
     told: list[Story] = []
-    lost = [w for w in lost_writes(history, anomalies) if not held or w[2] not in held.get(w[0], ())]
+    lost = [w for w in losses(history, anomalies) if not held or w[2] not in held.get(w[0], ())]
     for key, offset, value in lost[:MAX_ROWS]:
         told.append(_story(key, offset, value, "lost", acked, first_read, final,
                            types, faults, samples, events, drops))

@@ -1,4 +1,9 @@
-"""Linearizability checking: WGL search per key, in-process or on Spark.
+"""Linearizability of any history against a model: the WGL search per key
+(calls.py, models.py, wgl.py) and ``harness check-history``'s two drivers,
+history_local.py (in-process) and history_spark.py (keys spread over Spark
+executors). The `linearizability` checker of every store check reuses the
+search with the ``log`` model: checkers/linearizability.py, and on Spark
+checkers/spark/linearizability.py.
 
 ``check_file`` is what ``harness check-history`` calls.  A model is named
 ``NAME`` or ``NAME:INITIAL`` with the initial value in EDN: ``register``,
@@ -15,10 +20,10 @@ def check_ops(ops: list[dict], model: str, engine: str = "local", master: str | 
               time_limit: float | None = None) -> dict:
     """Check plain-dict ops (docs/interfaces.md) against a model spec like ``cas-register:0``."""
     if engine == "local":
-        from checkers.linear.local import check_ops as run
+        from checkers.linear.history_local import check_ops as run
         return run(ops, model, time_limit=time_limit)
     if engine == "spark":
-        from checkers.linear.spark import check_ops_spark
+        from checkers.linear.history_spark import check_ops_spark
         return check_ops_spark(ops, model, master=master, time_limit=time_limit)
     raise ValueError(f"unknown engine {engine!r}; expected local or spark")
 
@@ -33,7 +38,7 @@ def check_file(path: Any, model: str, engine: str = "local", master: str | None 
     file and ``ValueError`` on an unknown model or engine or an op the model
     does not know.
     """
-    from checkers.history import read_history
+    from checkers.input.history import read_history
 
     ops = read_history(path)
     result = check_ops(ops, model, engine=engine, master=master, time_limit=time_limit)

@@ -1,8 +1,9 @@
 """What a scenario run found, for results.json.
 
 `findings()` gathers, once, what a person reviewing a scenario asks first:
-which acknowledged writes were lost (key, offset, value, the op that
-acknowledged them), at which offsets which replicas diverge, where each
+which acknowledged writes the final reads did not return (`unread_acknowledged`:
+key, offset, value, the op that acknowledged them; not the log checker's
+`lost-write`, which needs a read that skipped the write), at which offsets which replicas diverge, where each
 replica truncated its log (the system's log events, and LEO drops between
 samples), ISR changes, and the measurements. `judge()` then turns the
 checkers' results and those findings into the scenario's verdict: the
@@ -22,7 +23,7 @@ from harness import store as run_store
 from nemesis.scenarios.script import Scenario
 
 
-def lost_writes(ops: list[dict], writes: list[dict]) -> list[dict] | None:
+def unread_acknowledged(ops: list[dict], writes: list[dict]) -> list[dict] | None:
     """Acknowledged sends missing from the final reads of their key (None: no final phase)."""
     final_at = next((o["index"] for o in ops if o.get("process") == "nemesis" and o.get("f") == "final"), None)
     if final_at is None:
@@ -167,7 +168,7 @@ def findings(store: Path, scenario: Scenario, variant: str, record: dict) -> dic
         "name": scenario.name, "system": scenario.system, "era": variant, "source": scenario.source,
         "expected": None if exp is None else exp.model_dump(),
         "allowed_anomalies": scenario.allowed(variant),
-        "lost_writes": lost_writes(ops, record.get("writes", [])),
+        "unread_acknowledged": unread_acknowledged(ops, record.get("writes", [])),
         "divergence": divergence(dumps),
         "truncations": truncations,
         "leo_drops": leo_drops(run_store.read_samples(store)),

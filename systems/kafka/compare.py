@@ -6,8 +6,10 @@ Eras and releases: `hw` (high-watermark truncation) = Kafka 0.10.2.2,
 model's script is NAME (system `replica`), the real one `kafka-NAME`
 (systems/kafka/scenarios/). Each pair runs `runs` times (one cluster at a time)
 unless `from_store` is set, and the table is built from every run of them in
-the store: per era and release, both verdicts (invalid runs / runs), the lost
-acknowledged writes and the divergent offsets per run, and the truncation
+the store: per era and release, both verdicts (invalid runs / runs), the
+acknowledged writes the final reads did not return (the scenario's
+`unread_acknowledged`; "?" for a run without a final phase) and the divergent
+offsets per run, and the truncation
 points (node: to) of the last run.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ def eras_of(name: str) -> dict[str, tuple[str, ...]]:
 
 
 def summary(run_dir: Path) -> dict | None:
-    """One finished run: {scenario, variant, verdict, as_expected, lost, divergent, truncations, store}."""
+    """One finished run: {scenario, variant, verdict, as_expected, unread, divergent, truncations, store}."""
     from harness.store import read_results
 
     res = read_results(run_dir)
@@ -40,8 +42,10 @@ def summary(run_dir: Path) -> dict | None:
     log = (checkers.get("log") or {}).get("counts") or {}
     truncs = [(t.get("node"), t.get("to")) for t in sc.get("truncations") or []] or \
              [(t.get("node"), t.get("to")) for t in sc.get("leo_drops") or []]
+    unread = sc.get("unread_acknowledged")   # None: the run had no final phase
     return {"scenario": sc.get("name"), "variant": sc.get("era"), "verdict": sc.get("verdict", res.get("valid")),
-            "as_expected": sc.get("as_expected"), "lost": len(sc.get("lost_writes") or []) or log.get("lost-write", 0),
+            "as_expected": sc.get("as_expected"),
+            "unread": len(unread) if isinstance(unread, list) else "?",
             "divergent": diff.get("divergence", 0) or len(sc.get("divergence") or []),
             "inconsistent": log.get("inconsistent-offsets", 0), "truncations": truncs, "store": str(run_dir),
             "error": sc.get("error")}
@@ -64,9 +68,9 @@ def _cell(runs: list[dict]) -> tuple[str, str, str]:
         return "not run", "-", "-"
     bad = sum(1 for r in runs if r["verdict"] is False)
     verdict = f"invalid {bad}/{len(runs)}" if bad else f"valid {len(runs)}/{len(runs)}"
-    lost = ",".join(str(r["lost"]) for r in runs)
+    unread = ",".join(str(r["unread"]) for r in runs)
     div = ",".join(str(r["divergent"]) for r in runs)
-    return verdict, lost, div
+    return verdict, unread, div
 
 
 def table(store_root: Path, names=PAIRS) -> list[dict]:
@@ -81,8 +85,8 @@ def table(store_root: Path, names=PAIRS) -> list[dict]:
                 agree = None
                 if model and real:
                     agree = (any(r["verdict"] is False for r in model) == any(r["verdict"] is False for r in real))
-                rows.append({"scenario": name, "era": era, "kafka": version, "model": mv, "model_lost": ml,
-                             "model_divergent": md, "real": kv, "real_lost": kl, "real_divergent": kd,
+                rows.append({"scenario": name, "era": era, "kafka": version, "model": mv, "model_unread": ml,
+                             "model_divergent": md, "real": kv, "real_unread": kl, "real_divergent": kd,
                              "agree": agree,
                              "real_truncations": real[-1]["truncations"] if real else [],
                              "model_truncations": model[-1]["truncations"] if model else []})
@@ -90,13 +94,13 @@ def table(store_root: Path, names=PAIRS) -> list[dict]:
 
 
 def render(rows: list[dict]) -> str:
-    head = ("| scenario | replica era | Kafka | model verdict | model lost | model divergent | Kafka verdict "
-            "| Kafka lost | Kafka divergent | agree |")
+    head = ("| scenario | replica era | Kafka | model verdict | model unread | model divergent | Kafka verdict "
+            "| Kafka unread | Kafka divergent | agree |")
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         agree = {True: "yes", False: "NO", None: "-"}[r["agree"]]
-        lines.append(f"| {r['scenario']} | {r['era']} | {r['kafka']} | {r['model']} | {r['model_lost']} | "
-                     f"{r['model_divergent']} | {r['real']} | {r['real_lost']} | {r['real_divergent']} | {agree} |")
+        lines.append(f"| {r['scenario']} | {r['era']} | {r['kafka']} | {r['model']} | {r['model_unread']} | "
+                     f"{r['model_divergent']} | {r['real']} | {r['real_unread']} | {r['real_divergent']} | {agree} |")
     return "\n".join(lines)
 
 

@@ -43,3 +43,24 @@ def test_only_the_store_module_names_results_json():
 def test_merge_valid_is_the_lattice_false_unknown_true(verdicts, merged):
     assert merge_valid(verdicts) is merged if isinstance(merged, bool) else merge_valid(verdicts) == merged
     assert merge_valid(reversed(verdicts)) == merged  # order does not matter
+
+
+def test_old_stores_are_read_under_the_current_names(tmp_path):
+    """A store written before a scenario finding was renamed (tests/data/compare/ names it
+    `lost_writes`) reads as `unread_acknowledged` through every reader of harness.store."""
+    import json
+
+    from harness import store as run_store
+
+    old = REPO / "tests" / "data" / "compare" / "kafka-hw-data-loss-0.10.2.2" / "20261126T204959"
+    assert "lost_writes" in json.loads((old / "results.json").read_text())["scenario"]  # still the old name on disk
+    section = run_store.read_results(old)["scenario"]
+    assert "lost_writes" not in section and len(section["unread_acknowledged"]) == 2
+    assert run_store.read_scenario_section(old)["unread_acknowledged"] == section["unread_acknowledged"]
+    assert list(section).index("unread_acknowledged") == list(
+        json.loads((old / "results.json").read_text())["scenario"]).index("lost_writes")  # same place
+    copy = tmp_path / "legacy"
+    copy.mkdir()
+    (copy / "scenario-results.json").write_text((old / "results.json").read_text())
+    assert run_store.read_legacy_scenario_results(copy)["scenario"]["unread_acknowledged"]
+    assert run_store.RENAMED_SCENARIO_KEYS == {"lost_writes": "unread_acknowledged"}

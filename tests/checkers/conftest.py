@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
-    from checkers.spark_session import spark_session, stop_spark_session
+    from checkers.spark.session import spark_session, stop_spark_session
 
     session = spark_session(shuffle_partitions=2)
     yield session

@@ -83,8 +83,8 @@ def write_history(path: str, ops: int, keys: int = KEYS, seed: int = 1) -> int:
 
 def convert(path: str, out_dir: str) -> dict:
     """Time history.jsonl -> Parquet the way check_campaign does it."""
-    from checkers.history import iter_jsonl
-    from checkers.parquet import write_run
+    from checkers.input.history import iter_jsonl
+    from checkers.input.parquet import write_run
 
     started = time.perf_counter()
     reader = iter_jsonl(path)

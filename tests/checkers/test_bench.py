@@ -2,13 +2,14 @@
 
 import pytest
 
-from checkers import bench, bench_e2e, log_anomalies, replica_diff
+from checkers import log_anomalies, replica_diff
+from checkers.bench import from_jsonl, synthetic
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]  # Spark jobs on a loaded 2-core machine
 
 
 def test_bench_drivers_agree_and_find_every_injected_kind(spark, tmp_path):
-    report = bench.run_bench(sizes=[6000], keys=14, out_dir=str(tmp_path), local_max_ops=6000,
+    report = synthetic.run_bench(sizes=[6000], keys=14, out_dir=str(tmp_path), local_max_ops=6000,
                              inject=1, seed=5, progress=lambda _line: None)
     entry, = report["runs"]
     assert entry["local"]["same_as_spark"] is True and entry["local"]["same_linearizability"] is True
@@ -18,7 +19,7 @@ def test_bench_drivers_agree_and_find_every_injected_kind(spark, tmp_path):
 
 
 def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, tmp_path):
-    entry, = bench_e2e.run_jsonl_bench([5000], keys=12, out_dir=str(tmp_path), inject=1, seed=2,
+    entry, = from_jsonl.run_jsonl_bench([5000], keys=12, out_dir=str(tmp_path), inject=1, seed=2,
                                        progress=lambda _line: None)
     assert abs(entry["lines"] - 5000) < 100, entry  # generate_jsonl sizes the final phase ahead
     for step in ("convert", "check", "anomalies_diff", "linearizability", "end_to_end"):

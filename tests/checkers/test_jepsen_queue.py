@@ -19,8 +19,8 @@ import sys
 import pytest
 
 from checkers import log_anomalies
-from checkers.flatten import flatten
-from checkers.history import read_history, write_jsonl
+from checkers.input.flatten import flatten
+from checkers.input.history import read_history, write_jsonl
 from checkers.store import check_history_file
 from tests.checkers.testdata import TESTDATA
 

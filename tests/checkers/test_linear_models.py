@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from checkers.history import write_jsonl
+from checkers.input.history import write_jsonl
 from checkers.linear import check_file, check_ops
-from checkers.linear.local import check_ops as check_local
+from checkers.linear.history_local import check_ops as check_local
 
 pytestmark = pytest.mark.unit
 

@@ -2,7 +2,7 @@
 
 A key whose calls are all definite and never overlap is stepped through once
 (`checkers.linear.wgl`, in Python) or decided with column expressions
-(`checkers.spark_sequential`, on Spark) instead of searched. Each case below
+(`checkers.spark.sequential`, on Spark) instead of searched. Each case below
 breaks one rule of the shortcut (or none); the result must equal the plain
 search's (verdict, counts, counterexample), the shortcut must be taken exactly
 where the case says, and the Spark check must equal the local one.
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers import linearizability, parquet
-from checkers.flatten import flatten
-from checkers.linear.local import split_history
+from checkers import linearizability
+from checkers.input import parquet
+from checkers.input.flatten import flatten
+from checkers.linear.history_local import split_history
 from checkers.linear.models import Log, parse_model
 from checkers.linear.wgl import check_calls, search, windows
 from checkers.linearizability import flat_keys, key_calls, same_verdicts
@@ -256,9 +257,9 @@ def test_the_shortcut_equals_the_search_on_simulated_registers(ops, data):
 @pytest.fixture(scope="module")
 def on_spark(spark, tmp_path_factory):
     """Every case as one run of one Spark check: settled keys and linearizability results."""
-    from checkers import spark_linear
-    from checkers.spark_sequential import settled_keys
-    from checkers.spark_tables import Tables, key_in_run, run_of
+    from checkers.spark import linearizability as spark_linearizability
+    from checkers.spark.sequential import settled_keys
+    from checkers.spark.tables import Tables, key_in_run, run_of
     from pyspark.sql import functions as F
 
     root = tmp_path_factory.mktemp("sequential")
@@ -278,7 +279,7 @@ def on_spark(spark, tmp_path_factory):
                 settled[run].add(key)
             if row["stepped"]:
                 stepped[run].add(key)
-        found = spark_linear.check_runs(tables)
+        found = spark_linearizability.check_runs(tables)
     finally:
         tables.release()
     return settled, found, stepped, every

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.history import read_history
+from checkers.input.history import read_history
 from checkers.linear import check_ops
 from tests.checkers.testdata import TESTDATA
 
@@ -37,7 +37,7 @@ def log_history(keys: int = 6) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def spark():
-    from checkers.spark_session import spark_session
+    from checkers.spark.session import spark_session
 
     return spark_session()
 

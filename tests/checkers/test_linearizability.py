@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from checkers import bench, linearizability, log_anomalies
-from checkers.flatten import flatten
-from checkers.history import read_history
+from checkers import linearizability, log_anomalies
+from checkers.bench import synthetic
+from checkers.input.flatten import flatten
+from checkers.input.history import read_history
 from tests.checkers import log_histories
 from tests.checkers.synthetic_jsonl import write_history
 
@@ -88,9 +89,9 @@ def test_synthetic_jsonl_history_agrees(tmp_path):
 
 @pytest.mark.parametrize("inject", [0, 1])
 def test_bench_generator_runs_agree(tmp_path, inject):
-    bench.generate(str(tmp_path / "run"), ops=6000, keys=14, inject=inject, seed=3,
+    synthetic.generate(str(tmp_path / "run"), ops=6000, keys=14, inject=inject, seed=3,
                    chunk_ops=2000)
-    sends, reads, _records, _replicas, ends = bench.load_flat(str(tmp_path / "run"))
+    sends, reads, _records, _replicas, ends = synthetic.load_flat(str(tmp_path / "run"))
     log = log_anomalies.check_flat(sends, reads, ends)
     linear = linearizability.check_flat(sends, reads, ends)
     assert log["valid"] is (inject == 0)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from checkers.checker import Checker
-from checkers.flatten import SEND_COLUMNS
+from checkers.input.flatten import SEND_COLUMNS
 from harness import registry, verdict
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store
@@ -26,7 +26,7 @@ def check(job) -> dict:
     """Spark driver (this module): the same count over the sends table, per run."""
     from pyspark.sql import functions as F
 
-    from checkers.spark_tables import run_of
+    from checkers.spark.tables import run_of
 
     rows = job.tables.acks().groupBy(run_of(F.col("k")).alias("rid")).count().collect()
     acked = {run: 0 for run in job.runs}

@@ -10,10 +10,12 @@ one Spark job checks them all, which also exercises the many-runs path.
 
 import pytest
 
-from checkers import bench, linearizability, log_anomalies, parquet, replica_diff
-from checkers.flatten import flatten
+from checkers import linearizability, log_anomalies, replica_diff
+from checkers.bench import synthetic as bench_synthetic
+from checkers.input import parquet
+from checkers.input.flatten import flatten
 from checkers.linearizability import same_verdicts
-from checkers.spark_check import check_runs
+from checkers.spark.engine import check_runs
 from tests.checkers import log_dumps, log_histories
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]  # one Spark job over ~45 runs on a loaded 2-core machine
@@ -83,7 +85,7 @@ def campaign(spark, tmp_path_factory):
         parquet.write_run(str(out), run, ops, dumps)
         dirs.append(str(out))
     synthetic = root / SYNTHETIC
-    bench.generate(str(synthetic), ops=6000, keys=14, inject=1, seed=3, run=SYNTHETIC,
+    bench_synthetic.generate(str(synthetic), ops=6000, keys=14, inject=1, seed=3, run=SYNTHETIC,
                    chunk_ops=2500)
     found = check_runs(dirs + [str(synthetic)], list(runs) + [SYNTHETIC], spark=spark)
     return runs, found, str(synthetic)
@@ -91,7 +93,7 @@ def campaign(spark, tmp_path_factory):
 
 def test_synthetic_run_with_every_kind_injected_matches_local(campaign):
     _runs, found, synthetic = campaign
-    sends, reads, records, replicas, ends = bench.load_flat(synthetic)
+    sends, reads, records, replicas, ends = bench_synthetic.load_flat(synthetic)
     log = log_anomalies.check_flat(sends, reads, ends)
     diff = replica_diff.check_flat(records, replicas, sends)
     assert found[SYNTHETIC]["log"] == log

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.history import write_jsonl
-from checkers.spark_session import MASTER_CONNECT_TIMEOUT
+from checkers.input.history import write_jsonl
+from checkers.spark.session import MASTER_CONNECT_TIMEOUT
 from tests.checkers.log_histories import clean
 
 pytestmark = pytest.mark.spark

@@ -22,7 +22,7 @@ def canonical_integer(text: str) -> bool:
 
 
 def test_integer_texts_are_named_by_themselves_and_nothing_else(spark):
-    from checkers.spark_tables import _with_value_id
+    from checkers.spark.tables import _with_value_id
 
     texts = sorted(set(TRICKY + POWERS))
     frame = spark.createDataFrame([(t,) for t in texts], "value string")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from checkers.history import HistoryError
+from checkers.input.history import HistoryError
 from checkers.linearizability import same_verdicts
 from checkers.store import StoreError, check_store
 from harness import verdict

@@ -10,7 +10,7 @@ import sys
 import yaml
 
 from checkers import log_anomalies, replica_diff
-from checkers.history import read_history
+from checkers.input.history import read_history
 from harness.cluster.docker import LABEL_RUN, docker_client
 
 from dockertest_util import REPO

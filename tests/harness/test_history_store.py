@@ -41,7 +41,7 @@ def test_history_is_flushed_op_by_op_and_dense(tmp_path):
 
 
 def test_history_reads_back_with_the_checkers_reader(tmp_path):
-    history = pytest.importorskip("checkers.history")
+    history = pytest.importorskip("checkers.input.history")
     path = tmp_path / "history.jsonl"
     h = HistoryWriter(str(path))
     op = h.invoke(3, "poll", None)

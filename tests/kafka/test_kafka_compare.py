@@ -17,10 +17,11 @@ STORE = REPO / "tests" / "data" / "compare"
 
 
 def test_summary_of_real_runs():
+    # stores written before the scenario finding was renamed (lost_writes -> unread_acknowledged)
     lost = compare.summary(STORE / "kafka-hw-data-loss-0.10.2.2" / "20261126T204959")
-    assert (lost["verdict"], lost["lost"], lost["divergent"]) == (False, 2, 0)
+    assert (lost["verdict"], lost["unread"], lost["divergent"]) == (False, 2, 0)
     kept = compare.summary(STORE / "kafka-hw-data-loss-0.11.0.3" / "20261126T205337")
-    assert (kept["verdict"], kept["lost"], kept["divergent"]) == (True, 0, 0)
+    assert (kept["verdict"], kept["unread"], kept["divergent"]) == (True, 0, 0)
     ff = compare.summary(STORE / "kafka-fast-failover-2.8.2" / "20261126T210412")
     assert ff["verdict"] is True and ff["divergent"] == 0   # y1 lost (allowed: unclean election, acks=1)
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from checkers.log_anomalies import check
-from checkers.history import read_history
+from checkers.input.history import read_history
 from harness.history import HistoryWriter
 from harness.sut import DefiniteError
 

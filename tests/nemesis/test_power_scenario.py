@@ -27,7 +27,7 @@ def test_coordinated_power_failure_without_fsync_loses_acknowledged_writes(tmp_p
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     store = Path(out.stdout.strip().splitlines()[-1])
     results = json.loads((store / "results.json").read_text())
-    lost = results["scenario"]["lost_writes"]
+    lost = results["scenario"]["unread_acknowledged"]
     history = [json.loads(line) for line in (store / "history.jsonl").read_text().splitlines()]
     acked = {(o["value"][0], o["value"][1][1]): o["index"] for o in history if o["type"] == "ok" and o["f"] == "send"}
     assert len(lost) == 100                                   # the 100 written before the failure

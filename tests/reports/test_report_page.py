@@ -163,7 +163,7 @@ def test_scenario_run_states_its_expectation(tmp_path):
         "name": "hw-data-loss", "era": "hw", "source": "seed 1.4.1",
         "expected": {"valid": False, "anomalies": ["lost-write"]}, "as_expected": True,
         "forbidden_found": {"lost-write": 2}, "allowed_found": {}, "reasons": ["lost-write x2"],
-        "lost_writes": [{"key": 0, "offset": lost["offset"], "value": lost["value"],
+        "unread_acknowledged": [{"key": 0, "offset": lost["offset"], "value": lost["value"],
                          "op": lost["ops"][1], "invoke": lost["ops"][0], "acks": "all"}],
         "truncation_check": {"expected": [{"node": "n2", "key": 0, "to": 3}],
                              "observed": [{"node": "n2", "key": 0, "to": 3}], "match": True},

@@ -94,7 +94,7 @@ def test_every_lost_write_of_hw_data_loss_has_its_story(browser, hw_data_loss_ru
     sc = json.loads((store / "results.json").read_text())["scenario"]
     rows = _story_leaders(browser, store)
     b = sc["aliases"]["B"]  # the leader that acknowledged both writes, in the first epoch
-    assert {rows[(w["key"], w["offset"])] for w in sc["lost_writes"]} == {f"{b}, epoch 0"}
+    assert {rows[(w["key"], w["offset"])] for w in sc["unread_acknowledged"]} == {f"{b}, epoch 0"}
     page = browser.load((store / "report.html").as_uri())
     try:  # one time format: seconds since the start, never a wall-clock time in a table
         tables = browser.evaluate(page, "[...document.querySelectorAll('table.scenario-table, table.story-table, "

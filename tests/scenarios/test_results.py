@@ -72,13 +72,13 @@ def store(tmp_path):
     return tmp_path
 
 
-def test_lost_writes_name_key_offset_value_and_the_acknowledging_op(store):
+def test_unread_acknowledged_name_key_offset_value_and_the_acknowledging_op(store):
     ops = run_store.read_history(store)
-    lost = results.lost_writes(ops, [{"key": 0, "value": 4, "acks": "all"}])
+    lost = results.unread_acknowledged(ops, [{"key": 0, "value": 4, "acks": "all"}])
     assert [(w["key"], w["offset"], w["value"], w["op"], w["now_at_offset"]) for w in lost] == \
         [(0, 3, 4, 7, 6), (0, 4, 5, 9, 7)]
     assert lost[0]["acks"] == "all" and lost[0]["invoke"] == 6
-    assert results.lost_writes(ops[:12], []) is None   # no final phase: unknown, not "nothing lost"
+    assert results.unread_acknowledged(ops[:12], []) is None   # no final phase: unknown, not "nothing lost"
 
 
 def test_truncation_points_and_isr_changes_from_the_broker_logs(store):

@@ -62,12 +62,12 @@ def test_hw_data_loss(hw_data_loss_runs, era, code):
         # the follower truncated to its checkpointed HW 3 on restart; the two acknowledged
         # writes at offsets 3 and 4 are gone, and the results say which op acknowledged them
         assert (first_a["from"], first_a["to"]) == (5, 3)
-        lost = sc["lost_writes"]
+        lost = sc["unread_acknowledged"]
         assert [w["offset"] for w in lost] == [3, 4] and all(w["acks"] == "all" for w in lost)
         acked = {o["index"]: o for o in history if o["type"] == "ok" and o["f"] == "send"}
         assert all(acked[w["op"]]["value"] == [0, [w["offset"], w["value"]]] for w in lost)
     else:
-        assert res["valid"] is True and sc["lost_writes"] == [] and sc["divergence"] == []
+        assert res["valid"] is True and sc["unread_acknowledged"] == [] and sc["divergence"] == []
         assert not any(t["node"] == a for t in sc["truncations"])
     run_id = json.loads((store / "test.json").read_text())["run_id"]
     assert leftovers(run_id) == []

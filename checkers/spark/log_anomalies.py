@@ -2,7 +2,7 @@
 
 Same definitions, counts and examples as `checkers.log_anomalies` (see its
 docstring); a test holds the two to identical output. Every check reads the
-tables of `checkers.spark_tables`, all partitioned by k (run, key), so none
+tables of `checkers.spark.tables`, all partitioned by k (run, key), so none
 of them shuffles again:
 
 - set checks read the cached per-value facts V (duplicate, aborted-read,
@@ -19,12 +19,12 @@ of them shuffles again:
   earliest completion among sends with a higher offset (realtime-order: B is
   late iff some A with a higher offset completed before B was invoked); only
   on keys whose sends are not stepped (see `send_order`), which the
-  linearizability shortcut's window finds (`checkers.spark_sequential`).
+  linearizability shortcut's window finds (`checkers.spark.sequential`).
 
 `flags` returns the findings of every other kind in one shape, so the caller
 runs a single job for them (and one for send order, when some key needs it).
 Only counts and the first MAX_EXAMPLES rows per kind and run reach the Python
-driver; what those examples list besides comes from `checkers.spark_details`.
+driver; what those examples list besides comes from `checkers.spark.details`.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.flatten import decode_value
+from checkers.input.flatten import decode_value
 from checkers.log_anomalies import ANOMALIES, MAX_OPS, summarize
-from checkers.spark_details import Request, lookup
-from checkers.spark_flags import flag
-from checkers.spark_tables import Tables, differs, k_of
+from checkers.spark.details import Request, lookup
+from checkers.spark.flags import flag
+from checkers.spark.tables import Tables, differs, k_of
 
 def flags(tables: Tables) -> list[DataFrame]:
     """Every kind but the send-order ones (`send_order`, which needs the stepped keys)."""
@@ -122,7 +122,7 @@ def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame |
     min_offset). realtime-order compares acknowledged sends only (a timed-out
     send has no completion to be earlier than anything).
 
-    The other keys are stepped (`checkers.spark_sequential.settled_keys`): each
+    The other keys are stepped (`checkers.spark.sequential.settled_keys`): each
     acknowledged send was invoked after the earlier ones completed, at a higher
     offset, and no send without an offset was read. Then a process's sends complete
     in offset order (no nonmonotonic-send), and a send at a higher offset than B was
@@ -137,7 +137,7 @@ def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame |
         "acked", (F.col("type") == 0) & F.col("offset").isNotNull())
     read_at = tables.values.where(F.col("rd") == 1).select(
         "k", "vid", "vtext", F.col("min_offset").alias("read_offset"))
-    # The few sends without an offset are hashed; V streams past them (as in spark_sequential).
+    # The few sends without an offset are hashed; V streams past them (as in checkers.spark.sequential).
     placed = (sends.where((F.col("type") != 1) & F.col("offset").isNull()).hint("shuffle_hash")
               .join(read_at, ["k", "vid", "vtext"])
               .withColumn("offset", F.col("read_offset")).drop("read_offset"))
@@ -175,11 +175,11 @@ def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame |
 
 
 def check(job) -> dict[str, dict]:
-    """The log checker's Spark driver (checkers.spark_check): `flags` join the shared
+    """The log checker's Spark driver (checkers.spark.engine): `flags` join the shared
     flag job; the send-order kinds are flagged here, only on the keys whose
     acknowledged sends the time-order window did not find stepped."""
     from checkers.log_anomalies import MAX_EXAMPLES
-    from checkers.spark_flags import top_flags
+    from checkers.spark.flags import top_flags
 
     per_key, _seconds = job.settled()
     late = send_order(job.tables, {row["k"] for row in per_key if not row["stepped"]})

@@ -1,7 +1,7 @@
 """The replica-log diff as Spark DataFrame jobs (no Python UDFs).
 
 Same definitions, counts and examples as `checkers.replica_diff` (see its
-docstring). Inputs are the cached facts of `checkers.spark_tables`:
+docstring). Inputs are the cached facts of `checkers.spark.tables`:
 
 - divergence: per-offset facts O whose committed copies differ in epoch or
   value (min != max of either);
@@ -14,7 +14,7 @@ docstring). Inputs are the cached facts of `checkers.spark_tables`:
   at or above the key's lowest log start (broadcast join with the per-key
   ranges, a few thousand rows).
 
-Like `checkers.spark_log`, `flags` returns rows in the common flag shape so
+Like `checkers.spark.log_anomalies`, `flags` returns rows in the common flag shape so
 both checkers finish in one Spark job.
 """
 
@@ -23,11 +23,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.flatten import decode_value
+from checkers.input.flatten import decode_value
 from checkers.replica_diff import ANOMALIES, MAX_OPS, summarize
-from checkers.spark_details import Request, lookup
-from checkers.spark_flags import flag
-from checkers.spark_tables import Tables, differs, k_of
+from checkers.spark.details import Request, lookup
+from checkers.spark.flags import flag
+from checkers.spark.tables import Tables, differs, k_of
 
 def flags(tables: Tables) -> list[DataFrame]:
     diverged = (F.col("c_lo") != F.col("c_hi")) | differs("c")
@@ -72,7 +72,7 @@ def _lost_acknowledged(tables: Tables) -> DataFrame:
 
 
 def check(job) -> dict[str, dict]:
-    """The replica diff's Spark driver (checkers.spark_check): `flags` join the shared flag job."""
+    """The replica diff's Spark driver (checkers.spark.engine): `flags` join the shared flag job."""
     return results(job.tables, job.top(), job.complete)
 
 

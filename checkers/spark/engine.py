@@ -6,14 +6,14 @@ name); a checker without one comes back `{"valid": "unknown", "note": "no
 spark driver"}`, never absent. A driver module has
 
 - `check(job: SparkJob) -> {run: result}`, called in its own thread, and
-- optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark_flags)
+- optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark.flags)
   that join the one shared flag job; `job.top()` is its collected answer.
 
-Input: Parquet run dirs written by `checkers.parquet` (each row tagged with its
-run name). The tables of `checkers.spark_tables` are built (their per-key facts
+Input: Parquet run dirs written by `checkers.input.parquet` (each row tagged with its
+run name). The tables of `checkers.spark.tables` are built (their per-key facts
 cached) once and shared by the drivers; every driver's flags are collected by
 one job; beside it, the window over each key's calls in time order
-(`checkers.spark_sequential.settled_keys`, `job.settled()`) runs once for the
+(`checkers.spark.sequential.settled_keys`, `job.settled()`) runs once for the
 drivers that use it (linearizability settles keys with it, the log checker
 flags the send-order kinds only on the keys it did not find stepped). Spark
 interleaves the jobs' tasks, so the cores stay busy while one job's driver side
@@ -37,7 +37,7 @@ NO_RESULT = {"valid": "unknown", "note": "its spark driver gave no result for th
 class SparkJob:
     """What every Spark driver of one check shares."""
 
-    tables: object                      # checkers.spark_tables.Tables
+    tables: object                      # checkers.spark.tables.Tables
     runs: list[str]
     complete: dict[str, bool]           # run -> every data node left a readable dump
     time_limit: float | None            # linearizability's search limit
@@ -45,7 +45,7 @@ class SparkJob:
     _settled: Future | None = None
 
     def top(self) -> dict:
-        """(run, kind) -> (count, first examples) of every driver's flags (checkers.spark_flags.top_flags)."""
+        """(run, kind) -> (count, first examples) of every driver's flags (checkers.spark.flags.top_flags)."""
         return self._top.result()
 
     def settled(self) -> tuple[list, float]:
@@ -76,10 +76,10 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     ready (they overlap).
     """
     from checkers.log_anomalies import MAX_EXAMPLES
-    from checkers.spark_flags import top_flags
-    from checkers.spark_sequential import settled_keys
-    from checkers.spark_session import spark_session
-    from checkers.spark_tables import Tables
+    from checkers.spark.flags import top_flags
+    from checkers.spark.sequential import settled_keys
+    from checkers.spark.session import spark_session
+    from checkers.spark.tables import Tables
 
     started = time.monotonic()
     found = drivers()

@@ -1,4 +1,4 @@
-"""The linearizability checker on Spark: keys spread over the executors.
+"""The `linearizability` store checker's Spark driver: keys spread over the executors.
 
 Same calls, search and result as `checkers.linearizability` (whose
 `key_calls` and `check_key` run here, in the Python workers): the sends,
@@ -8,7 +8,7 @@ table (`applyInArrow`: columnar hand-off, no pickled rows). Only one JSON
 text per key comes back to the driver.
 
 Keys whose calls are in plain real-time order and legal
-(`checkers.spark_sequential`) are decided in the JVM and never shipped: only
+(`checkers.spark.sequential`) are decided in the JVM and never shipped: only
 their count, calls and configs per run come back. They are most keys of a
 quiet run and every key of the bench's sequential history.
 """
@@ -23,8 +23,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.linearizability import check_key, result, time_limit_default
-from checkers.spark_sequential import settled_keys
-from checkers.spark_tables import Tables, key_in_run, run_id
+from checkers.spark.sequential import settled_keys
+from checkers.spark.tables import Tables, key_in_run, run_id
 
 SEND, READ, END, TRIMMED = 0, 1, 2, 3
 OUT_SCHEMA = "k bigint, found string, trimmed boolean"
@@ -138,7 +138,7 @@ def settle(tables: Tables, order: list | None = None
 
 
 def check(job) -> dict[str, dict]:
-    """The linearizability checker's Spark driver (checkers.spark_check)."""
+    """The linearizability checker's Spark driver (checkers.spark.engine)."""
     return check_runs(job.tables, job.time_limit, job.settled())
 
 
@@ -148,15 +148,15 @@ def check_runs(tables: Tables, time_limit: float | None = None,
     order: the collected rows of `settled_keys` and the seconds they took, if the caller
     has them (they count in the result's time).
 
-    Runs beside the anomaly checks (`checkers.spark_check`), so it does not wait for
+    Runs beside the anomaly checks (`checkers.spark.engine`), so it does not wait for
     their findings: a key found invalid with trimmed reads is searched again with all
     of them, for a counterexample that shows whole polls."""
-    from checkers.linear.spark import _ship_package
+    from checkers.spark.session import ship_package
 
     started = time.monotonic() - (order[1] if order else 0.0)
     summary, searched = settle(tables, order[0] if order else None)
     limit = time_limit_default() if time_limit is None else time_limit
-    _ship_package(tables.spark.sparkContext)
+    ship_package(tables.spark.sparkContext)
     search = _searcher(time.time() + limit)
     rows = _search(_rows(tables, searched), search) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.spark_tables import Tables
+from checkers.spark.tables import Tables
 
 REQUEST_SCHEMA = ("req string, k bigint, offset bigint, vid bigint, vtext boolean, "
                   "before bigint, acked_only boolean")

@@ -1,7 +1,9 @@
-"""In-process driver: search every key of a history, one after another.
+"""`harness check-history` (engine local): search every key of any history, one after another.
 
-Also holds what both drivers share: splitting a history into per-key work
-and merging per-key verdicts into one result.
+Also holds what every linearizability driver shares: splitting a history into
+per-key work and merging per-key verdicts into one result (also used by the
+`linearizability` store checker, checkers/linearizability.py, and its Spark
+driver, checkers/spark/linearizability.py).
 """
 from __future__ import annotations
 

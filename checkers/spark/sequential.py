@@ -13,7 +13,7 @@ for the `log` model after `Log.prepare`, of a key whose windows
 - by invocation, every call is invoked after each earlier one completed (one
   window sort of the calls; two reads of one poll at position 0 would overlap);
 - the i-th append is at offset i, the end equals the appends before it;
-- reads, from the cached triples T of `checkers.spark_tables`: every read
+- reads, from the cached triples T of `checkers.spark.tables`: every read
   (offset, value) was acknowledged at that offset (so, one append per offset,
   all observed values of an offset agree; values compared by id as the log
   checker does: integers exactly, other texts by 64-bit hash), and the first
@@ -33,7 +33,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.spark_tables import Tables
+from checkers.spark.tables import Tables
 
 APPEND, POLL, END = 0, 1, 2
 
@@ -112,7 +112,7 @@ def settled_keys(tables: Tables) -> DataFrame:
     keys are linearizable with `calls` calls and need no search; on stepped keys the
     acknowledged sends never overlap in time and their offsets grow with it, and no send
     without an offset was observed (`risky`: none is placed by a read), so no send is
-    out of order (`checkers.spark_log` skips their send-order windows)."""
+    out of order (`checkers.spark.log_anomalies` skips their send-order windows)."""
     per_key = _in_order(_calls(tables)).groupBy("k").agg(
         F.count("*").alias("calls"), F.count(F.when(~F.col("good"), F.lit(1))).alias("wrong"),
         F.count(F.when(~F.col("stepped"), F.lit(1))).alias("unstepped"))

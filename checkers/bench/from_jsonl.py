@@ -1,8 +1,8 @@
 """`harness bench --from-jsonl`: a check from history.jsonl, each step beside a same-run baseline.
 
-Why apart from `checkers.bench`: that one writes the Parquet tables directly
+Why apart from `checkers.bench.synthetic`: that one writes the Parquet tables directly
 (no conversion, and a history whose calls never overlap); this one starts
-from a realistic history.jsonl (`checkers.bench_history.generate_jsonl`:
+from a realistic history.jsonl (`checkers.bench.jsonl_history.generate_jsonl`:
 concurrent clients, crashed sends, nemesis ops) and times what `harness check
 --engine spark` does with it:
 
@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from checkers.bench_measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from checkers.bench.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 
 
@@ -46,7 +46,7 @@ def run_jsonl_bench(sizes, keys: int = 1000, out_dir: str = "bench/out",
                     master: str | None = None, inject: int = 1, seed: int = 0,
                     progress=None) -> list[dict]:
     """`run_from_jsonl` for each size, in one Spark session."""
-    from checkers.spark_session import spark_session
+    from checkers.spark.session import spark_session
 
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     spark = spark_session(master)
@@ -56,11 +56,11 @@ def run_jsonl_bench(sizes, keys: int = 1000, out_dir: str = "bench/out",
 def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: int,
                    progress) -> dict:
     """Generate (or reuse) a history.jsonl of `ops` lines; time convert, check, end to end."""
-    from checkers.bench_history import generate_jsonl
-    from checkers.history import iter_jsonl
-    from checkers.parquet import SCHEMAS
-    from checkers.spark_check import check_runs
-    from checkers.spark_tables import read_table
+    from checkers.bench.jsonl_history import generate_jsonl
+    from checkers.input.history import iter_jsonl
+    from checkers.input.parquet import SCHEMAS
+    from checkers.spark.engine import check_runs
+    from checkers.spark.tables import read_table
     from checkers.store import write_parquet
 
     os.makedirs(out_dir, exist_ok=True)

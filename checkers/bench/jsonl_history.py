@@ -1,6 +1,6 @@
 """A realistic synthetic history.jsonl for benchmarks that start from the history.
 
-Why: `checkers.bench` writes Parquet tables directly, which skips the
+Why: `checkers.bench.synthetic` writes Parquet tables directly, which skips the
 conversion; timing convert + check end to end needs the file itself, in the
 harness's own line format (`harness.history.HistoryWriter`), shaped like what
 `workloads/log.py` records:

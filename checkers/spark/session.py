@@ -9,12 +9,16 @@ getOrCreate returns the running one), so the JVM starts once per test run.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import sys
+import tempfile
+import zipfile
 from urllib.parse import urlsplit
 
-LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_log4j2.properties")
+LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"
 
@@ -147,3 +151,26 @@ def stop_spark_session() -> None:
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
+
+
+_SHIPPED: set[int] = set()
+
+
+def ship_package(spark_context) -> None:
+    """Make ``checkers`` importable on executors (once per SparkContext): its .py files,
+    zipped from this checkout, for the Python workers of both linearizability drivers."""
+    if id(spark_context) in _SHIPPED:
+        return
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # checkers/
+    root = os.path.dirname(package_dir)
+    folder_for_zip = tempfile.mkdtemp(prefix="checkers-pyfiles-")
+    atexit.register(shutil.rmtree, folder_for_zip, ignore_errors=True)
+    archive = os.path.join(folder_for_zip, "checkers.zip")
+    with zipfile.ZipFile(archive, "w") as zf:
+        for folder, _, files in os.walk(package_dir):
+            for name in files:
+                if name.endswith(".py"):
+                    full = os.path.join(folder, name)
+                    zf.write(full, os.path.relpath(full, root))
+    spark_context.addPyFile(archive)
+    _SHIPPED.add(id(spark_context))

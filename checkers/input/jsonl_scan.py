@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.flatten import DATA_FS, RESET_FS
+from checkers.input.flatten import DATA_FS, RESET_FS
 
 OTHER, SEND, POLL = 0, 1, 2
 INVOKE, OK, FAIL, INFO = 0, 1, 2, 3

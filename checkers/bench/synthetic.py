@@ -1,7 +1,7 @@
 """Synthetic Kafka-style histories and replica dumps, and timed runs of both drivers.
 
 `harness bench` calls `run_bench`. The generator writes the flat Parquet
-tables of `checkers.parquet` directly, chunk by chunk with numpy and pyarrow,
+tables of `checkers.input.parquet` directly, chunk by chunk with numpy and pyarrow,
 so a 10M-op history never exists in memory as Python objects.
 
 The synthetic run. Op j (0 <= j < ops) is invoked at index 2j and completes at
@@ -43,9 +43,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkers.bench_measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from checkers.bench.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
                                      read_everything)
-from checkers.parquet import SCHEMAS, TableWriter
+from checkers.input.parquet import SCHEMAS, TableWriter
 
 PRODUCERS = 8
 CONSUMERS = 8
@@ -350,7 +350,7 @@ def _write_dumps(writers, plan, ends) -> tuple[int, int]:
 
 def load_flat(run_dir: str):
     """Parquet -> the in-process kernel's row tuples (what a small run holds in memory)."""
-    from checkers.flatten import (END_COLUMNS, READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS,
+    from checkers.input.flatten import (END_COLUMNS, READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS,
                                   SEND_COLUMNS)
 
     def rows(table, columns):
@@ -376,9 +376,9 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
     repeat: checks of each size in the same session (the last is reported: warm when > 1).
     """
     from checkers import linearizability, log_anomalies, replica_diff
-    from checkers.spark_check import check_runs
-    from checkers.spark_tables import read_table
-    from checkers.spark_session import spark_session
+    from checkers.spark.engine import check_runs
+    from checkers.spark.tables import read_table
+    from checkers.spark.session import spark_session
 
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     if isinstance(sizes, int):

@@ -6,7 +6,7 @@ per-op bookkeeping that is inherently sequential (pairing an invocation with
 its completion, numbering a consumer's sessions) happens once, here, in one
 streaming pass, and the two drivers only have to agree on set and window logic.
 
-Tables (column order is the Parquet schema, see `checkers.parquet`):
+Tables (column order is the Parquet schema, see `checkers.input.parquet`):
 
 sends: one row per send invocation
     key, value (canonical JSON text), offset (ok only, else None),
@@ -119,7 +119,7 @@ class Flattener:
     def stream_session(self, process: str, key: int, session: int) -> int:
         """The session of one (process, key) stream: the one a reassignment kept, else the
         process's `session` (numbered for every ok poll, even an empty one, as a run of
-        lines numbers it: `checkers.flatten_runs`)."""
+        lines numbers it: `checkers.input.flatten_runs`)."""
         kept = self.kept.get(process)
         if kept:
             return kept.get(key, session)
@@ -171,7 +171,7 @@ class Flattener:
         self.resets[process] += 1
         if kept:
             self.kept[process] = kept
-            # Numbered now, not at its first poll: a run of lines (`checkers.flatten_runs`)
+            # Numbered now, not at its first poll: a run of lines (`checkers.input.flatten_runs`)
             # numbers a process's session before it looks at the keys, and must agree.
             self.session_of(process)
         else:

@@ -33,9 +33,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers.flatten import PAST_MARK
-from checkers.parquet import SCHEMAS, table_paths
-from checkers.spark_schema import spark_schema
+from checkers.input.flatten import PAST_MARK
+from checkers.input.parquet import SCHEMAS, table_paths
+from checkers.spark.schema import spark_schema
 
 KEY_BITS = 32
 KEY_SPAN = 1 << KEY_BITS

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from checkers.spark_tables import key_of, run_of
+from checkers.spark.tables import key_of, run_of
 
 SORT_COLUMNS = ("a", "b", "c", "d", "t")
 
