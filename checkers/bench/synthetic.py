@@ -28,7 +28,8 @@ sends of one process swap offsets: also realtime-order), realtime-order (two
 sends of different processes swap offsets), aborted-read (an ok send turned
 into fail), divergence (n2 holds one record with another epoch),
 missing-committed (one offset removed from all replicas: also
-lost-acknowledged) and lost-acknowledged (all replicas hold another value).
+lost-acknowledged), lost-acknowledged (all replicas hold another value) and
+overwritten (a past copy of n1 held another value, committed).
 """
 
 from __future__ import annotations
@@ -46,16 +47,18 @@ import pyarrow.parquet as pq
 from checkers.bench.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 from checkers.input.parquet import SCHEMAS, TableWriter
+from harness.store import PAST_MARK
 
 PRODUCERS = 8
 CONSUMERS = 8
 NODES = ("n1", "n2", "n3")
+PAST_NODE = "n1" + PAST_MARK + "1"  # a past copy (checkers.replica_diff, overwritten)
 CHUNK_OPS = 1_000_000
 FINAL_CHUNK_ROWS = 1_000_000
 VALUE_BASE = 1_000_000_000
 INJECTED = ("lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonmonotonic-poll",
             "poll-skip", "nonmonotonic-send", "realtime-order", "aborted-read", "divergence",
-            "missing-committed", "lost-acknowledged")
+            "missing-committed", "lost-acknowledged", "overwritten")
 
 
 def values_of(keys, offsets) -> np.ndarray:
@@ -93,6 +96,8 @@ class Plan:
         self.epoch_on_n2 = codes(self.keys["divergence"], [at] * inject)
         self.missing = codes(self.keys["missing-committed"], [at] * inject)
         self.foreign_record = codes(self.keys["lost-acknowledged"], [at] * inject)
+        self.overwritten_keys = np.array(self.keys["overwritten"], np.int64)
+        self.at = at
         self.unseen_keys = self.keys["unseen"]
 
 
@@ -341,7 +346,24 @@ def _write_dumps(writers, plan, ends) -> tuple[int, int]:
         writers["replicas"].add_columns({
             "node": [node] * len(ends), "key": k, "hw": ends, "leo": ends,
             "log_start": np.zeros(len(ends), np.int64)})
-    return records, len(NODES) * len(ends)
+    past = _write_past_copy(writers, plan, ends)
+    return records + past, len(NODES) * len(ends) + past
+
+
+def _write_past_copy(writers, plan, ends) -> int:
+    """overwritten: n1's copy from before a restart held another value at the injected
+    offset of each such key, committed (its HW is the key's end)."""
+    key = plan.overwritten_keys
+    if not len(key):
+        return 0
+    offset = np.full(len(key), plan.at, np.int64)
+    writers["records"].add_columns({
+        "node": [PAST_NODE] * len(key), "key": key, "offset": offset,
+        "epoch": np.zeros(len(key), np.int64), "value": as_text(-(10 ** 14) - key)})
+    writers["replicas"].add_columns({
+        "node": [PAST_NODE] * len(key), "key": key, "hw": np.asarray(ends)[key], "leo": np.asarray(ends)[key],
+        "log_start": np.zeros(len(key), np.int64)})
+    return len(key)
 
 
 # ---------------------------------------------------------------------------

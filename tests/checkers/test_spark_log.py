@@ -21,7 +21,7 @@ from tests.checkers import log_dumps, log_histories
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]  # one Spark job over ~45 runs on a loaded 2-core machine
 
 DUMPS = [log_dumps.agreeing, log_dumps.divergent, log_dumps.missing_committed,
-         log_dumps.lost_acknowledged]
+         log_dumps.lost_acknowledged, log_dumps.overwritten]
 
 
 def cases():
