@@ -37,7 +37,7 @@ def test_injected_synthetic_run_shows_each_kind(tmp_path):
         "realtime-order": 2,         # one injected, one from the nonmonotonic send
         "aborted-read": 1,
         "read-then-lost": 2}         # the values the foreign and the duplicated final reads replaced
-    assert diff["counts"] == {"divergence": 1, "overwritten": 0, "missing-committed": 1,
+    assert diff["counts"] == {"divergence": 1, "overwritten": 1, "missing-committed": 1,
                               "lost-acknowledged": 2}  # one injected, one from the hole
 
 
