@@ -169,4 +169,4 @@ def test_a_scenario_campaign_runs_each_of_a_scenarios_own_variants(tmp_path):
     cells = expand(load_campaign(str(f)), "salt")
     assert [(c.kind, c.variant, len(c.runs)) for c in cells] == [
         ("scenario", "unclean-on", 2), ("scenario", "unclean-off", 2), ("scenario", "4.1.1", 2)]
-    assert "divergence" in cells[0].why and cells[1].why == "the library declares valid"
+    assert "overwritten" in cells[0].why and cells[1].why == "the library declares valid"

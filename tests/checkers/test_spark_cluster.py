@@ -1,4 +1,4 @@
-"""The checkers on a real Spark standalone cluster (a master and two workers on
+"""The checkers on a real Spark standalone cluster (a master and a worker on
 127.0.0.1, started from the installed pyspark): `harness campaign check` with
 `--master spark://127.0.0.1:PORT` gives the results the in-process engine gives, and the
 test leaves nothing running."""
@@ -45,7 +45,7 @@ def running(pid: int) -> bool:
 def test_a_standalone_cluster_checks_a_campaign_like_local(spark, tmp_path):
     on_cluster = campaign_root(tmp_path / "cluster")
     shutil.copytree(on_cluster, tmp_path / "local")
-    cluster = StandaloneCluster(tmp_path / "spark")
+    cluster = StandaloneCluster(tmp_path / "spark", workers=1, cores=2)  # one executor JVM: the suite's time
     (tmp_path / "spark").mkdir()
     cluster.start()
     try:

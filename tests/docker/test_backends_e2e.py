@@ -112,7 +112,7 @@ def test_docker_backend_runs_kafka(docker_ready, tmp_path):
     jars (uploaded once per container), every broker's dump is read in its
     container, and the run is valid."""
     rc, out = _harness(["--sut", "kafka", "--backend", "docker", "--seed", "12", "--store", str(tmp_path),
-                        "--nemesis", "kill,partition", "--nemesis-interval", "4", "--time-limit", "20",
+                        "--nemesis", "kill,partition", "--nemesis-interval", "3", "--time-limit", "12",
                         "--rate", "50"])
     store = _store(tmp_path)
     assert rc == 0, out[-3000:]

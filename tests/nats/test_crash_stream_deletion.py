@@ -4,11 +4,13 @@ other follower killed and restarted while the first is paused. On 2.10.22
 the new metadata leader's snapshot drops the stream on every node (lost-write
 for every acknowledged publish, exit 1, empty dumps); on 2.10.23 the same
 schedule loses nothing (exit 0). One run of each (~35 s each; the two
-releases are built with go install on first use, ~1.5 min each)."""
+releases are built with go install on first use, ~1.5 min each); the two
+runs go at once."""
 from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,20 +23,26 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _scenario(tmp_path, name: str):
-    for version in ("2.10.22", "2.10.23"):
-        if not (REPO / "build" / "nats" / version / "bin" / "nats-server").exists() and shutil.which("go") is None:
-            pytest.skip(f"no go to install nats-server {version}")
-    out = run_harness(tmp_path, "scenario", name, "--variant", "file", "--subnet", "10.212.9.0/24",
+def _scenario(tmp_path, name: str, subnet: str):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = run_harness(tmp_path, "scenario", name, "--variant", "file", "--subnet", subnet,
                       "--store", tmp_path / "store", "--json", timeout=600)
+    assert "{" in out.stdout, out.stderr[-2000:]
     results = json.loads(out.stdout[out.stdout.index("{"):])
     store = Path(results["store"])
     return out, results, store
 
 
 def test_2_10_22_deletes_the_stream_and_2_10_23_keeps_it(tmp_path):
+    """Both releases at once, on their own subnets (two small NATS clusters; the suite's time)."""
     need_root()
-    out, results, store = _scenario(tmp_path, "nats-crash-stream-deletion")
+    assert shutil.which("go") or all((REPO / "build" / "nats" / v / "bin" / "nats-server").exists()
+                                     for v in ("2.10.22", "2.10.23")), "no go to install nats-server 2.10.22/23"
+    with ThreadPoolExecutor(2) as pool:
+        broken = pool.submit(_scenario, tmp_path / "broken", "nats-crash-stream-deletion", "10.212.9.0/24")
+        fixed = pool.submit(_scenario, tmp_path / "fixed", "nats-crash-stream-deletion-fixed", "10.212.10.0/24")
+        broken, fixed = broken.result(), fixed.result()
+    out, results, store = broken
     sc = results["scenario"]
     assert out.returncode == 1, out.stderr[-2000:]
     assert set(sc["aliases"]) == {"M", "A", "B"} and len(set(sc["aliases"].values())) == 3
@@ -45,7 +53,7 @@ def test_2_10_22_deletes_the_stream_and_2_10_23_keeps_it(tmp_path):
         dump = json.loads((store / "nodes" / node / "dump.json").read_text())
         assert sum(len(p["records"]) for p in dump["partitions"]) == 0, node
 
-    out, results, store = _scenario(tmp_path, "nats-crash-stream-deletion-fixed")
+    out, results, store = fixed
     sc = results["scenario"]
     assert out.returncode == 0, out.stderr[-2000:]
     assert results["valid"] is True and not sc["final"].get("absent")
