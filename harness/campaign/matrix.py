@@ -95,6 +95,7 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
                         cells.append(_cell(campaign, cid, "run", system, era, nemesis, workload, None, backend))
     for scenario in campaign.scenarios:
         system, own = _scenario_system(scenario)
+        own = [v for v in own if v in campaign.variants] or own  # the campaign's, where it names some
         for era in own or [v for v in system_variants(campaign, registry.system(system)) if v is not None]:
             for backend in campaign.backends:
                 cid = cell_id("scenario", scenario, era, backend if backend != "netns" else None)
@@ -125,7 +126,8 @@ def variant_of(cell: dict) -> str | None:
 
 def _scenario_system(name: str) -> tuple[str, list[str]]:
     """(its system, its own variants): a scenario with `variants:` (Kafka's `unclean-on` /
-    `unclean-off`) runs in each of them, the others in the campaign's variants of its system."""
+    `unclean-off`) runs in each of them (those the campaign lists, if it lists any), the
+    others in the campaign's variants of its system."""
     from nemesis.scenarios.script import load_scenario
     scenario = load_scenario(name)
     return scenario.system, list(scenario.variants)

@@ -170,3 +170,5 @@ def test_a_scenario_campaign_runs_each_of_a_scenarios_own_variants(tmp_path):
     assert [(c.kind, c.variant, len(c.runs)) for c in cells] == [
         ("scenario", "unclean-on", 2), ("scenario", "unclean-off", 2), ("scenario", "4.1.1", 2)]
     assert "overwritten" in cells[0].why and cells[1].why == "the library declares valid"
+    f.write_text('systems: [kafka]\nvariants: ["4.1.1"]\nnemesis: []\nscenarios: [kafka-tiered-fresh-follower]\n')
+    assert [c.variant for c in expand(load_campaign(str(f)), "salt")] == ["4.1.1"]  # of its own 4.1.1, 4.2.1
