@@ -90,9 +90,10 @@ def check(dumps: dict[str, dict], ops: Iterable[dict], missing_nodes: Iterable[s
 
 def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
                complete: bool = True, final_reads: bool = True) -> dict:
+    committed = _committed_copies(records, replicas)
     findings = {
-        "divergence": _divergence(records, replicas, sends),
-        "overwritten": _overwritten(records, replicas, sends),
+        "divergence": _divergence(committed, sends),
+        "overwritten": _overwritten(committed, sends),
         "missing-committed": _missing_committed(records, replicas),
         "lost-acknowledged": _lost_acknowledged(records, replicas, sends),
     }
@@ -133,17 +134,17 @@ def _committed_copies(records, replicas) -> list[tuple[tuple, list]]:
     return sorted((key_offset, sorted(holders)) for key_offset, holders in committed.items())
 
 
-def _divergence(records, replicas, sends):
+def _divergence(committed, sends):
     """Offsets whose final committed copies differ (the examples list past copies too)."""
-    found = [(key_offset, holders) for key_offset, holders in _committed_copies(records, replicas)
+    found = [(key_offset, holders) for key_offset, holders in committed
              if len({(epoch, value) for node, epoch, value in holders if not is_past(node)}) > 1]
     return len(found), _offset_examples(found, sends)
 
 
-def _overwritten(records, replicas, sends):
+def _overwritten(committed, sends):
     """Offsets where a past copy's committed value is not among the final committed ones."""
     found = []
-    for key_offset, holders in _committed_copies(records, replicas):
+    for key_offset, holders in committed:
         final = {value for node, _e, value in holders if not is_past(node)}
         if final and any(value not in final for node, _e, value in holders if is_past(node)):
             found.append((key_offset, holders))

@@ -218,6 +218,29 @@ def _current_names(doc):
     return doc
 
 
+def op_times(history: Path, wanted: set[int]) -> dict[int, int]:
+    """index -> time (ns) of the wanted ops, reading the history once and stopping when all are found."""
+    try:
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is a project dependency
+        loads = json.loads
+    found: dict[int, int] = {}
+    try:
+        with open(history, "rb") as f:
+            for line in f:
+                try:
+                    op = loads(line)
+                except ValueError:
+                    continue
+                if isinstance(op, dict) and op.get("index") in wanted and isinstance(op.get("time"), int):
+                    found[op["index"]] = op["time"]
+                    if len(found) == len(wanted):
+                        break
+    except OSError:
+        return {}
+    return found
+
+
 def read_results(store: str | os.PathLike, problems: list[str] | None = None) -> dict | None:
     """results.json (the one reader every other module uses), or None if the run has none."""
     results = _current_names(read_json(Path(store) / RESULTS, problems))

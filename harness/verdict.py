@@ -5,7 +5,6 @@ scenario's verdict, kept across a later `harness check`), written once by
 harness.store.write_results."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from harness import store as run_store
@@ -37,25 +36,6 @@ def _example_ops(example) -> list[int]:
             if (isinstance(x, int) and not isinstance(x, bool)) or (isinstance(x, dict) and isinstance(x.get("index"), int))]
 
 
-def _op_times(history: Path, wanted: set[int]) -> dict[int, int]:
-    """index -> time (ns) of the wanted ops, reading the history once."""
-    found: dict[int, int] = {}
-    try:
-        with open(history, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    op = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(op, dict) and op.get("index") in wanted and isinstance(op.get("time"), int):
-                    found[op["index"]] = op["time"]
-                    if len(found) == len(wanted):
-                        break
-    except OSError:
-        pass
-    return found
-
-
 def first_times(store_dir, results: dict) -> dict:
     """Time to first anomaly: per checker section, `first_s` {anomaly: seconds from
     the test's start to the earliest op its examples name}, and at the top
@@ -72,7 +52,7 @@ def first_times(store_dir, results: dict) -> dict:
             exs = exs if isinstance(exs, list) else [exs]
             named[(checker, str(name))] = [i for e in exs for i in _example_ops(e)]
     wanted = {i for ops in named.values() for i in ops}
-    times = _op_times(Path(store_dir) / run_store.HISTORY, wanted) if wanted else {}
+    times = run_store.op_times(Path(store_dir) / run_store.HISTORY, wanted) if wanted else {}
     earliest = None
     for (checker, name), ops in named.items():
         ts = [times[i] for i in ops if i in times]

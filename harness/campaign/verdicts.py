@@ -9,11 +9,10 @@ those.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from checkers.checker import merge_valid
-from harness.store import read_legacy_scenario_results, read_results
+from harness.store import op_times, read_legacy_scenario_results, read_results
 from reports.anomalies import collect, example_ops
 
 
@@ -66,26 +65,3 @@ def first_anomaly_s(store: Path) -> float | None:
         return None
     times = op_times(store / "history.jsonl", wanted)
     return min(times.values()) / 1e9 if times else None
-
-
-def op_times(history: Path, wanted: set[int]) -> dict[int, int]:
-    """index -> time (ns) of the wanted ops, reading the history once and stopping when all are found."""
-    try:
-        from orjson import loads
-    except ImportError:  # pragma: no cover - orjson is a project dependency
-        loads = json.loads
-    found: dict[int, int] = {}
-    try:
-        with open(history, "rb") as f:
-            for line in f:
-                try:
-                    op = loads(line)
-                except ValueError:
-                    continue
-                if isinstance(op, dict) and op.get("index") in wanted and isinstance(op.get("time"), int):
-                    found[op["index"]] = op["time"]
-                    if len(found) == len(wanted):
-                        break
-    except OSError:
-        return {}
-    return found
