@@ -242,15 +242,18 @@ class KafkaDb(NodeDaemons):
             return
         for n in self.hosts:
             self.start(n)
-        self.wait_started()
+        # every node's start line (a JVM takes 10 s on an idle 2-core machine and minutes on a
+        # loaded one; the workload's own 60 s for creating the log then starts from a cluster that is up)
+        self.wait_logged(self.hosts, STARTED)
         if self.tiered:
             self.wait_logged(self.nodes, tiered.RLMM_READY)
 
     def wait_logged(self, nodes: list[str], line: str, timeout: float = 180.0) -> None:
-        """Until every one of `nodes` logged `line` (tiered storage: each broker's remote log
-        metadata manager has its topic and consumer; until then a broker that dies before
-        `__remote_log_metadata` exists with its replication factor would leave the others
-        retrying, and a scenario's first kill is often at once). A node that exited ends it."""
+        """Until every one of `nodes` logged `line`: each node's start line, and with tiered
+        storage each broker's remote log metadata manager ready (until then a broker that dies
+        before `__remote_log_metadata` exists with its replication factor would leave the others
+        retrying, and a scenario's first kill is often at once). A node whose process exited
+        ends the wait at once (startup_problem says why)."""
         import time
 
         pending = set(nodes)
@@ -259,26 +262,6 @@ class KafkaDb(NodeDaemons):
             for node in sorted(pending):
                 if self.cluster.remotes[node].run(["grep", "-q", "-F", line, self.log_path(node)],
                                                   check=False).returncode == 0:
-                    pending.discard(node)
-            if pending and self.startup_problem():
-                return
-            if pending:
-                time.sleep(0.5)
-
-    def wait_started(self, timeout: float = 180.0) -> None:
-        """Until every node logged that it started (a JVM takes 10 s on an idle
-        2-core machine and minutes on a loaded one; the workload's own 60 s for
-        creating the log then starts from a cluster that is up). A node whose
-        process exited ends the wait at once (startup_problem says why)."""
-        import time
-
-        pending = set(self.hosts)
-        deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            for node in sorted(pending):
-                done = self.cluster.remotes[node].run(
-                    ["grep", "-q", "-F", STARTED, self.log_path(node)], check=False).returncode == 0
-                if done:
                     pending.discard(node)
             if pending and self.startup_problem():
                 return
