@@ -41,7 +41,9 @@ OFFSETS = "offsets"          # Inspector.state's leo / hw / log_start are the re
 # the group that holds the cluster's metadata (NATS's JetStream meta group) as the nodes report it now (None: no
 # node answers); scenario roles `the metadata leader`, `metadata follower I` (not in the protocol: optional).
 META_GROUP = "meta-group"
-CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP)
+REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (None while tiered storage is off)
+CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP,
+                REMOTE_TIER)
 
 
 class Unsupported(RuntimeError):
@@ -183,6 +185,28 @@ class Inspector(Protocol):
         """EVENTS: from the logs collected into node_dir, time-ordered dicts
         {"time": ISO-8601 wall time, "node", "key", "event": "truncate" | "isr-shrink" | "isr-expand", ...}
         (truncate: from, to; isr-shrink: isr, out; isr-expand: isr, replica, leo, hw)."""
+
+
+@runtime_checkable
+class RemoteTier(Protocol):
+    """REMOTE_TIER: the remote store of tiered storage (KIP-405) as the remote-store
+    fault sees it. Blocking calls; they act on the store itself (its files), never
+    through the system, so they work while the store is unavailable."""
+
+    def segments(self) -> list[dict]:
+        """The remote segments stored now: {"key", "base", "name"} by key and base
+        (a segment copied twice, by two leaders, is listed twice)."""
+
+    def lose(self, segment: dict) -> dict:
+        """Delete every object of one segment -> {"key", "base", "end" (last offset or
+        None), "objects": [names removed]}."""
+
+    def set_available(self, available: bool) -> dict:
+        """False: every operation on the store fails until True again -> what changed."""
+
+    def set_delay(self, seconds: float) -> dict:
+        """Each operation on the store takes about `seconds` longer (0: normal) -> what
+        changed; Unsupported (one line) where the system cannot slow its store."""
 
 
 # -- the system on a cluster ---------------------------------------------------
@@ -329,7 +353,8 @@ class System:
 def require(db: DB, capability: str, needed_for: str = ""):
     """The capability object of a set-up system, or Unsupported."""
     db.system.require(capability, needed_for)
-    obj = getattr(db, {PROCESS: "process", PAUSE: "pausable"}.get(capability, "inspector"), None)
+    obj = getattr(db, {PROCESS: "process", PAUSE: "pausable", REMOTE_TIER: "remote_tier"}.get(capability, "inspector"),
+                  None)
     if obj is None:
         raise Unsupported(db.system.name, capability, needed_for)
     return obj

@@ -71,18 +71,30 @@ class _Handler(BaseHTTPRequestHandler):
         data = self.rfile.read(length)
         path = object_path(self.server.root, key)
         tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as e:
+            self._unavailable(e)
+            return
         self._answer(204)
+
+    def _unavailable(self, e: OSError) -> None:
+        """The store's folder cannot be used (a remote-store fault put a file in its place)."""
+        self._answer(503, f"store unavailable: {e.strerror or e}\n".encode())
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
         if url.path in ("", "/"):
             prefix = parse_qs(url.query).get("prefix", [""])[0]
-            keys = sorted(unquote(n) for n in os.listdir(self.server.root) if not n.endswith(".tmp"))
+            try:
+                keys = sorted(unquote(n) for n in os.listdir(self.server.root) if not n.endswith(".tmp"))
+            except OSError as e:
+                self._unavailable(e)
+                return
             self._answer(200, "".join(k + "\n" for k in keys if k.startswith(prefix)).encode())
             return
         key = self._key()
@@ -93,6 +105,9 @@ class _Handler(BaseHTTPRequestHandler):
                 data = f.read()
         except FileNotFoundError:
             self._answer(404, b"no such object\n")
+            return
+        except OSError as e:
+            self._unavailable(e)
             return
         ranged = self.headers.get("Range", "")
         if ranged.startswith("bytes="):
@@ -111,6 +126,9 @@ class _Handler(BaseHTTPRequestHandler):
             os.unlink(object_path(self.server.root, key))
         except FileNotFoundError:
             pass
+        except OSError as e:
+            self._unavailable(e)
+            return
         self._answer(204)
 
 

@@ -11,7 +11,9 @@ rule). Sends carry unique integers.
 Scripted writes (scenario `write` steps) go through `write()`, the same
 send and the same history records. The final phase (after the nemesis healed
 everything) waits until every key has a leader and a full set of in-sync
-replicas and its end offset has settled, then polls every key to its end.
+replicas and its end offset has settled, then polls every key to its end;
+offsets the system no longer serves (a remote segment the store lost) are
+read past and listed per key as `unreadable`.
 A key whose log the system says does not exist (AbsentError), on every probe
 for ABSENT_STABLE seconds while every other key is healthy, is settled as
 gone at once (no waiting out the recovery timeout): its final poll is
@@ -31,6 +33,7 @@ from harness.steps import StepError
 from harness.sut import AbsentError, ClientError, DefiniteError
 
 ABSENT_STABLE = 2.0  # s: a key's log must stay absent this long, on every probe, before it counts as gone
+STUCK_S = 10.0       # s: a final read stuck at one offset below the key's end this long looks past it
 
 
 @dataclass
@@ -343,9 +346,13 @@ class LogWorkload:
                                       "why": f"the log is gone: {absent[key]}"}
                     continue
                 ok, why = settled[key]
-                done, pos = await self._read_key(client, process, key, deadline=time.monotonic() + recovery_timeout)
+                holes: list = []
+                done, pos = await self._read_key(client, process, key, deadline=time.monotonic() + recovery_timeout,
+                                                 unreadable=holes)
                 keys[str(key)] = {"complete": ok and done, "read_to": pos,
                                   "why": why if done else f"{why}; reads did not reach the end"}
+                if holes:
+                    keys[str(key)]["unreadable"] = holes
             out = {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys}
             if any("absent" in k for k in keys.values()):
                 out["absent"] = {k: v["absent"] for k, v in keys.items() if "absent" in v}
@@ -422,9 +429,16 @@ class LogWorkload:
                 self.log(f"final: key {key} {done[key][1]}; reading anyway")
         return done
 
-    async def _read_key(self, client, process: int, key: int, deadline: float) -> tuple[bool, int]:
-        """(reached the end?, next offset to read)."""
-        pos = 0
+    async def _read_key(self, client, process: int, key: int, deadline: float,
+                        unreadable: list | None = None) -> tuple[bool, int]:
+        """(reached the end?, next offset to read). A read that makes no progress at
+        one offset for STUCK_S while the key's end is beyond it looks for the next
+        offset the system does serve (`_next_readable`): when there is one, the
+        offsets between are unreadable (a lost remote segment, a hole) and are
+        appended to `unreadable` as [first, last, the error]; the read goes on
+        from there as a new process (the harness skipped, not a consumer), so the
+        checkers see what was read after the hole."""
+        pos, stuck_since, error = 0, None, "no records"
         while time.monotonic() < deadline:
             op = self.history.invoke(process, "poll", None)
             try:
@@ -432,14 +446,63 @@ class LogWorkload:
                 end = await asyncio.wait_for(client.end_offset(key), self.cfg.request_timeout)
             except Exception as e:
                 self.history.complete(op, "fail", None, error=_err(e))
-                await asyncio.sleep(0.5)
-                continue
-            self.history.complete(op, "ok", {str(key): [[o, v] for o, v in recs]})
-            if recs:
-                pos = recs[-1][0] + 1
-            if not recs and pos >= end:
-                return True, pos
+                error = _err(e)
+                recs, end = None, None
+            else:
+                self.history.complete(op, "ok", {str(key): [[o, v] for o, v in recs]})
+                if recs:
+                    pos, stuck_since = recs[-1][0] + 1, None
+                    continue
+                if pos >= end:
+                    return True, pos
+            now = time.monotonic()
+            stuck_since = stuck_since if stuck_since is not None else now
+            if unreadable is not None and now - stuck_since >= STUCK_S:
+                found = await self._next_readable(client, key, pos, deadline)
+                if found is not None:
+                    unreadable.append([pos, found - 1, error])
+                    self.log(f"final: key {key}: offsets {pos}..{found - 1} unreadable ({error}); "
+                             f"reading on from {found}")
+                    pos, stuck_since = found, None
+                    process = self.new_process()   # the harness skipped, not a consumer: no poll-skip
+                    continue
+                stuck_since = now   # nothing later is served either: the system is down, wait on
+            await asyncio.sleep(0.5)
         return False, pos
+
+    async def _next_readable(self, client, key: int, pos: int, deadline: float) -> int | None:
+        """The first offset above `pos`, below the key's end, that a poll returns records
+        at (None: none). Probes pos+1, pos+2, pos+4, ... then bisects between the last
+        that failed and the first that answered; every probe is a poll in the history."""
+        async def readable(offset: int) -> bool:
+            op = self.history.invoke(self.new_process(), "poll", None)   # a probe: its own process
+            try:
+                recs = await asyncio.wait_for(client.poll(key, offset, 1), self.cfg.request_timeout + 2)
+            except Exception as e:
+                self.history.complete(op, "fail", None, error=_err(e))
+                return False
+            self.history.complete(op, "ok", {str(key): [[o, v] for o, v in recs]})
+            return bool(recs)
+
+        try:
+            end = await asyncio.wait_for(client.end_offset(key), self.cfg.request_timeout)
+        except Exception:
+            return None
+        low, step, high = pos, 1, None          # low: unreadable; high: readable
+        while pos + step < end and time.monotonic() < deadline:
+            if await readable(pos + step):
+                high = pos + step
+                break
+            low, step = pos + step, step * 2
+        if high is None:
+            return None
+        while high - low > 1 and time.monotonic() < deadline:
+            mid = (low + high) // 2
+            if await readable(mid):
+                high = mid
+            else:
+                low = mid
+        return high
 
 
 def make(spec, db, history, log=lambda m: None) -> LogWorkload:

@@ -40,8 +40,8 @@ from typing import Literal
 
 from pydantic import field_validator
 
-from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, System,
-                         SystemOptions)
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
+                         System, SystemOptions)
 
 CONTROLLER = "ctl"
 ZOOKEEPER = "zk"
@@ -128,7 +128,8 @@ SYSTEM = System(
     description="Apache Kafka 4.x (KRaft) or 0.10.2/0.11/2.8 (ZooKeeper) (jars from Maven Central, "
                 "confluent-kafka): topic `log`, controller ctl or zookeeper zk + brokers n1..nN",
     options=KafkaOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS}),
+    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS,
+                            REMOTE_TIER}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,

@@ -276,6 +276,8 @@ class KafkaLogClient:
                         out.append((m.offset(), decode(m.value())))
                     elif err.code() == KafkaError._PARTITION_EOF:
                         return out
+                    elif out:   # records before a fetch error are read; the error comes again at the next offset
+                        return out
                     elif err.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                         raise DefiniteError(f"OFFSET_OUT_OF_RANGE: {err.str()}")
                     elif error_name(err) in ABSENT:

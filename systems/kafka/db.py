@@ -28,9 +28,9 @@ from harness.store import write_past_copies
 from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, last_line
 from systems.kafka import install, tiered
-from systems.kafka.client import KafkaLogClient
+from systems.kafka.client import TOPIC, KafkaLogClient
 from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
-                                  render_zookeeper, topic_config)
+                                  node_id, render_zookeeper, topic_config)
 from systems.kafka.inspector import KafkaInspector
 
 PROPS = "server.properties"
@@ -95,6 +95,8 @@ class KafkaDb(NodeDaemons):
         self.process = self
         self.pausable = self
         self.inspector = KafkaInspector(self)
+        self.remote_tier = tiered.KafkaRemoteTier(self, TOPIC, [node_id(n) for n in self.nodes]) \
+            if self.tiered else None
 
     # -- where things are ------------------------------------------------
     def roles(self, node: str) -> str:

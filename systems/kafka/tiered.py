@@ -182,3 +182,111 @@ def _mtime(path: str) -> float:
     except OSError:
         return 0.0
 
+
+
+# -- the remote-store fault (harness.sut.RemoteTier) ------------------------------
+ASIDE = ".unavailable"     # suffix of a partition's remote folder while the store is unavailable
+QUOTAS = ("remote.log.manager.fetch.max.bytes.per.second", "remote.log.manager.copy.max.bytes.per.second")
+SEGMENT_BYTES = 256        # about one remote segment of the tiered defaults (TOPIC_DEFAULTS)
+
+
+class KafkaRemoteTier:
+    """LocalTieredStorage's folder as the remote-store fault sees it. The folder is on
+    this machine's file system (tiered storage runs on netns hosts only), so the
+    objects are plain files here:
+
+    - lose: delete every file of one remote segment (`.log`, indexes, snapshot,
+      leader-epoch checkpoint);
+    - unavailable: each partition's remote folder of the run's topic is moved aside
+      and a plain file put in its place, so LocalTieredStorage's copies, fetches and
+      deletes fail (the root folder stays: a broker restarted meanwhile must still
+      start); undone by moving them back;
+    - slow: LocalTieredStorage has no delay of its own, so the brokers' remote fetch
+      and copy quotas (KIP-956, dynamic cluster-wide settings) are set to about one
+      segment per `seconds`: the broker throttles its remote reads and copies, which a
+      reader below the local log start sees as a slow store.
+    """
+
+    def __init__(self, db, topic: str, broker_ids: list[int]):
+        self.db = db
+        self.topic = topic
+        self.broker_ids = broker_ids
+
+    @property
+    def _root(self) -> str:
+        return os.path.join(self.db.remote_dir(), ROOT)
+
+    def _folders(self) -> list[str]:
+        try:
+            names = os.listdir(self._root)
+        except OSError:
+            return []
+        return sorted(n for n in names if n.startswith(f"{self.topic}-"))
+
+    def segments(self) -> list[dict]:
+        found = []
+        for folder in self._folders():
+            name = folder[:-len(ASIDE)] if folder.endswith(ASIDE) else folder
+            key = name[len(self.topic) + 1:].partition("-")[0]     # <topic>-<key>-<topic id>
+            path = os.path.join(self._root, folder)
+            if not key.isdigit() or not os.path.isdir(path):
+                continue
+            for n in os.listdir(path):
+                base, _, rest = n.partition("-")
+                if n.endswith(".log") and base.isdigit() and rest:
+                    found.append({"key": int(key), "base": int(base), "name": os.path.join(folder, n)})
+        return sorted(found, key=lambda s: (s["key"], s["base"], s["name"]))
+
+    def lose(self, segment: dict) -> dict:
+        path = os.path.join(self._root, segment["name"])
+        end = segment_end(path, segment["base"])
+        stem = os.path.basename(path)[:-len(".log")]
+        folder = os.path.dirname(path)
+        removed = []
+        for n in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            if n.startswith(stem + "."):
+                os.remove(os.path.join(folder, n))
+                removed.append(os.path.join(os.path.basename(folder), n))
+        return {"key": segment["key"], "base": segment["base"], "end": None if end is None else end - 1,
+                "objects": removed}
+
+    def set_available(self, available: bool) -> dict:
+        moved = []
+        for folder in self._folders():
+            path = os.path.join(self._root, folder)
+            if available and folder.endswith(ASIDE):
+                live = path[:-len(ASIDE)]
+                if os.path.isfile(live):
+                    os.remove(live)
+                os.rename(path, live)
+                moved.append(folder[:-len(ASIDE)])
+            elif not available and not folder.endswith(ASIDE) and os.path.isdir(path):
+                os.rename(path, path + ASIDE)
+                open(path, "w").close()
+                moved.append(folder)
+        how = "partition folders back" if available else \
+            "each partition's remote folder replaced by a file: LocalTieredStorage's operations fail"
+        return {"available": available, "partitions": moved, "how": how}
+
+    def set_delay(self, seconds: float) -> dict:
+        from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                           ResourceType)
+
+        rate = max(1, int(SEGMENT_BYTES / seconds)) if seconds > 0 else None
+        op = AlterConfigOpType.SET if rate else AlterConfigOpType.DELETE
+        entries = [ConfigEntry(q, str(rate or ""), incremental_operation=op) for q in QUOTAS]
+        bootstrap = ",".join(f"{h}:{p}" for h, p in self.db.endpoints())
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        # Per broker (librdkafka cannot name the cluster-wide default); a broker that is
+        # down keeps its old value and is named in the answer.
+        missed = []
+        for broker in self.broker_ids:   # one broker per call (librdkafka's rule)
+            resource = ConfigResource(ResourceType.BROKER, str(broker), incremental_configs=entries)
+            try:
+                for f in admin.incremental_alter_configs([resource]).values():
+                    f.result(timeout=15)
+            except Exception as e:  # noqa: BLE001  (confluent_kafka's KafkaException, a timeout)
+                missed.append(f"broker {resource.name}: {e}")
+        how = f"remote fetch and copy quotas (KIP-956) {rate} bytes/s on each broker" if rate else \
+            "remote quotas back to their defaults"
+        return {"delay_s": seconds, "how": how, **({"missed": missed} if missed else {})}

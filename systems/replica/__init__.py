@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Literal
 
 from replica.protocol import ERAS
-from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, System,
-                         SystemOptions)
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
+                         System, SystemOptions)
 
 CONTROLLER = "ctl"
 STORE = "store"          # tiered storage's object store (replica.remote_store), when enabled
@@ -64,7 +64,8 @@ SYSTEM = System(
     name="replica",
     description="replica/: Kafka-style replicated log (eras hw, kip101, epoch), controller ctl + brokers n1..nN",
     options=ReplicaOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS}),
+    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS,
+                            REMOTE_TIER}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,

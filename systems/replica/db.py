@@ -13,6 +13,7 @@ from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons
 from systems.replica.client import ReplicaLogClient
 from systems.replica.inspector import ReplicaInspector
+from systems.replica.remote_tier import ReplicaRemoteTier
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
@@ -35,6 +36,7 @@ class ReplicaDb(NodeDaemons):
         self.process = self
         self.pausable = self
         self.inspector = ReplicaInspector(self)
+        self.remote_tier = ReplicaRemoteTier(self, self.store) if self.store else None
 
     # -- addresses -------------------------------------------------------
     def broker_id(self, node: str) -> int:

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from harness.sut import ClientError
 from systems.kafka import segments, tiered
 from tests.kafka.kafkautil import KafkaCluster, log_ready, need_root, until
 
@@ -46,11 +47,12 @@ def test_a_reader_from_offset_0_gets_every_acknowledged_record_from_remote_stora
                     assert batch, f"no records from offset {len(got)}"
                     got += batch
                 more = await db.inspector.more_dumps()
+                faults = await remote_store_faults(db, client)
             finally:
                 await client.close()
-            return acked, states, got, more
+            return acked, states, got, more, faults
 
-        acked, states, got, more = c.run(scenario)
+        acked, states, got, more, faults = c.run(scenario)
         local_starts = {n: s.local_log_start for n, s in states.items()}
         first_local = {n: segments.segment_files(db.partition_dir(n, 0))[0][0] for n in db.nodes}
         remote_segs = tiered.remote_segments(db.remote_dir(), "log", 0)
@@ -66,3 +68,49 @@ def test_a_reader_from_offset_0_gets_every_acknowledged_record_from_remote_stora
     assert [r[0] for r in remote["records"]] == list(range(remote["leo"]))
     assert remote["leo"] >= min(local_starts.values())
     assert [r[3] for r in remote["records"]] == [acked[o] for o in range(remote["leo"])]
+    # The remote-store fault's modes on LocalTieredStorage (systems/kafka/tiered.py, KafkaRemoteTier).
+    assert "error" in faults["unavailable"] and faults["back"][:3] == got[:3]
+    assert faults["quota"] == {q: "256" for q in tiered.QUOTAS}
+    lost = faults["lost"]
+    assert (lost["key"], lost["base"], lost["end"]) == (0, 0, 2) and any(o.endswith(".log") for o in lost["objects"])
+    assert "error" in faults["after_loss"] and faults["after_loss_at_3"][0][0] == 3
+
+
+async def remote_store_faults(db, client) -> dict:
+    """Unavailable: a read from offset 0 (below every local log start) fails; back: it
+    reads again. Slow: the brokers' remote quotas are set (what a reader then sees
+    depends on the quota's window: not asserted). Lose the first segment: the
+    read from 0 fails, the read from 3 does not."""
+    import asyncio
+
+    async def read(offset):
+        try:
+            return await client.poll(0, offset, 3)
+        except ClientError as e:
+            return {"error": str(e)}
+
+    tier, out = db.remote_tier, {}
+    tier.set_available(False)
+    try:
+        out["unavailable"] = await read(0)
+    finally:
+        tier.set_available(True)
+    out["back"] = await read(0)
+    await asyncio.to_thread(tier.set_delay, 1.0)
+    try:
+        out["quota"] = await asyncio.to_thread(described_quotas, db)
+    finally:
+        await asyncio.to_thread(tier.set_delay, 0)
+    out["lost"] = tier.lose(tier.segments()[0])
+    out["after_loss"] = await read(0)
+    out["after_loss_at_3"] = await read(3)
+    return out
+
+
+def described_quotas(db) -> dict:
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": ",".join(f"{h}:{p}" for h, p in db.endpoints()), "log_level": 0})
+    resource = ConfigResource(ResourceType.BROKER, "1")
+    entries = admin.describe_configs([resource])[resource].result(timeout=15)
+    return {q: entries[q].value for q in tiered.QUOTAS if q in entries}

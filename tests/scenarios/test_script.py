@@ -59,6 +59,9 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
                             "0.11.0.3": (False, ["divergence"])},
     **{f"kafka-{name}": {"4.1.1": (True, []), "4.2.1": (True, [])}
        for name in ("tiered-fresh-follower", "tiered-out-of-sync-follower", "tiered-multiple-hard-failures")},
+    # the remote-store fault (issue 27): the store loses a segment no replica holds locally
+    "tiered-remote-segment-lost": {"epoch": (False, ["lost-write"])},
+    "kafka-tiered-remote-segment-lost": {"4.1.1": (False, ["lost-write"]), "4.2.1": (False, ["lost-write"])},
 }
 
 

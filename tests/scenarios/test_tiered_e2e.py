@@ -41,3 +41,29 @@ def test_out_of_sync_follower_rebuilds_from_the_remote_tier(tmp_path):
     assert "remote_end" in sample["state"]["partitions"][0]
     assert (store / "nodes" / "store" / "store.log").is_file()
     assert leftovers(json.loads((store / "test.json").read_text())["run_id"]) == []
+
+
+def test_a_remote_segment_the_store_lost_is_reported_as_lost_writes(tmp_path):
+    """The remote-store fault (mode lose) below every replica's local log start: a read
+    from offset 0 fails at the hole, the final reads go past it, and the log checker
+    names the three acknowledged writes there as lost (so does the replica diff)."""
+    out = harness(tmp_path, "tiered-remote-segment-lost", "--era", "epoch", "--subnet", "10.225.10.0/24",
+                  "--store", tmp_path / "store", "--expect")
+    assert out.returncode == 0, out.stderr[-3000:]
+    store = run_dir(out)
+    res = json.loads((store / "results.json").read_text())
+    assert res["valid"] is False and res["scenario"]["as_expected"] is True
+    log = res["checkers"]["log"]
+    assert log["counts"]["lost-write"] == 3 and log["counts"]["poll-skip"] == 0
+    assert sorted(e["offset"] for e in log["examples"]["lost-write"]) == [3, 4, 5]
+    assert res["checkers"]["replica-diff"]["counts"]["lost-acknowledged"] == 3
+    history = [json.loads(line) for line in (store / "history.jsonl").read_text().splitlines()]
+    fault = next(o for o in history if o.get("f") == "remote-store")
+    assert (fault["value"]["lost"]["base"], fault["value"]["lost"]["end"]) == (3, 5)
+    acked = {o["index"] for o in history if o.get("f") == "send" and o["type"] == "ok"}
+    assert all(set(e["ops"]) & acked for e in log["examples"]["lost-write"])   # named with the acknowledging op
+    final = json.loads((store / "test.json").read_text())
+    assert leftovers(final["run_id"]) == []
+    unreadable = [op for op in history if op.get("f") == "poll" and op["type"] == "fail" and op["time"] >
+                  fault["time"] and "KAFKA_STORAGE_ERROR" in (op.get("error") or "")]
+    assert unreadable                                    # the read at the hole failed, as a consumer would see
