@@ -62,12 +62,16 @@ def disagreement(results_json) -> str | None:
 
 
 def only_in_holes(log: dict, holes: dict) -> bool:
-    """Every lost or divergent finding is a lost-write inside a final-read hole."""
-    if not holes or any(log["counts"].get(kind) for kind in LOST_OR_DIVERGENT if kind != "lost-write"):
+    """Every lost or divergent finding is a lost-write or read-then-lost inside a final-read hole."""
+    in_holes = ("lost-write", "read-then-lost")
+    if not holes or any(log["counts"].get(kind) for kind in LOST_OR_DIVERGENT if kind not in in_holes):
         return False
-    examples = (log.get("examples") or {}).get("lost-write") or []
-    return len(examples) == log["counts"].get("lost-write") and all(
-        any(a <= e["offset"] <= b for a, b, *_ in holes.get(str(e["key"]), [])) for e in examples)
+    for kind in in_holes:
+        examples = (log.get("examples") or {}).get(kind) or []
+        if len(examples) != log["counts"].get(kind, 0) or not all(
+                any(a <= e["offset"] <= b for a, b, *_ in holes.get(str(e["key"]), [])) for e in examples):
+            return False
+    return True
 
 
 def both(ops: list[dict]) -> tuple[dict, dict]:
