@@ -34,7 +34,7 @@ from harness.progress import Progress
 from harness.sampler import Sampler
 from harness.spec import TestSpec
 from harness.steps import RunContext, StepError, run_steps
-from harness.sut import DUMP, INSPECT, RunShape, Unsupported
+from harness.sut import DUMP, INSPECT, REMOTE_TIER, RunShape, Unsupported
 from nemesis.fault import FaultEnv
 
 WORK_ROOT = Path(os.environ.get("HARNESS_WORK_ROOT", "/var/tmp/harness"))
@@ -116,6 +116,9 @@ def preflight(spec: TestSpec, program: Program) -> None:
         for fault in program.faults:
             kind = registry.fault(fault)
             system.require_fault(kind)
+            if REMOTE_TIER in kind.needs and not (system.tiered and system.tiered(spec.settings, spec.options())):
+                from nemesis.remote_store import NO_STORE
+                raise RunError(f"fault {fault}: {NO_STORE}")
             if kind.preflight is not None:
                 kind.preflight(spec.backend, system)
         if system.check_settings is not None:

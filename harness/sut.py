@@ -310,6 +310,9 @@ class System:
     variant_option: str | None = None                 # the option scenarios expect verdicts per (era)
     variants: tuple[str, ...] = ()                    # its values
     default_settings: Callable[[int], dict] = lambda replication_factor: {}  # settings a spec gets unless set
+    # Whether a run with these settings and options has a remote tier (DB.remote_tier), so that a
+    # REMOTE_TIER fault is refused before any host exists; None: the system has none.
+    tiered: Callable[[dict, SystemOptions], bool] | None = None
     # Replication events (leader / follower / truncate / elect / recover dicts) from a store's nodes/ folder,
     # for the report's stories of lost writes; None: the report reads the replica's own log format.
     node_events: Callable[[Path], list[dict]] | None = None

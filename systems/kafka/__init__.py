@@ -78,6 +78,12 @@ class KafkaOptions(SystemOptions):
         return v
 
 
+def _tiered(settings: dict, options: KafkaOptions) -> bool:
+    """`--option tiered=true` or the topic setting remote.storage.enable (systems/kafka/tiered.py)."""
+    from systems.kafka.tiered import enabled
+    return enabled(settings, options)
+
+
 def plan_roles(settings: dict, options: KafkaOptions | None = None) -> dict:
     """The controller host (KRaft), unless the quorum is combined into the brokers;
     the ZooKeeper host for the ZooKeeper-era versions."""
@@ -133,6 +139,7 @@ SYSTEM = System(
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,
+    tiered=_tiered,
     check_settings=check_settings,
     setting_value=setting_value,
     variant_option="version",

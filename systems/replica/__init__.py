@@ -69,6 +69,7 @@ SYSTEM = System(
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,
+    tiered=lambda settings, options: tiered(settings),
     fault_roles=("store",),
     code=("replica",),
     check_settings=check_settings,

@@ -64,3 +64,10 @@ def test_clock_on_nats_is_refused_before_any_host(tmp_path):
     out = harness(tmp_path, "--system", "nats", "--nemesis", "clock")
     one_line_refusal(out, "nats", "clock")
     nothing_created(tmp_path)
+
+
+@needs_root
+def test_remote_store_without_tiered_storage_is_refused_before_any_host(tmp_path):
+    line = one_line_refusal(harness(tmp_path, "--nemesis", "remote-store"), "remote-store", "tiered storage",
+                            "remote.storage.enable=true")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), line
