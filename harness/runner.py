@@ -23,6 +23,7 @@ import secrets
 import signal
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any, AsyncIterator, Protocol
 
@@ -371,7 +372,10 @@ class Run:
         except asyncio.CancelledError:
             result["error"] = "cancelled"
         except BaseException as e:  # reported by the main thread
+            while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+                e = e.exceptions[0]     # a task group's one failure: name it, not the group
             result["error"] = f"{type(e).__name__}: {e}"
+            self.progress.message("the run's tasks failed:\n" + "".join(traceback.format_exception(e)).rstrip())
         finally:
             if self.loop is not None:
                 _drain(self.loop)

@@ -40,6 +40,7 @@ from typing import AsyncIterator, Iterator
 
 from harness.steps import FaultStep, RunContext, Sleep
 from harness.sut import KeyMeta, ReplicaState
+from nemesis import grudges
 from nemesis.fault import Target, View
 
 MOMENTS = ("leader", "follower-moved", "leader-in-flight", "isr-change", "last-standing", "back")
@@ -342,13 +343,28 @@ class Move:
     gap_s: float       # pause after the play (on its last move; else 0)
 
 
-def moves(seed: int, faults: list[str], interval: float) -> Iterator[Move]:
+# KIP-279's fast fail-over (the `fast-failover` scenario, on every key's replicas):
+# leader A killed while sends to it are in flight (first cut off from its followers
+# for a moment when partition is among the faults, so that its log ends in records
+# no follower fetched), B elected and taking writes at those offsets, then every other
+# replica of the key killed, A restarted and elected unclean, the others restarted
+# as A's followers. Drawn only where it can happen: kill among the faults and
+# unclean leader election on (A's election), as often as the play of the seeds.
+FAST_FAILOVER = (6, "fast-failover", (("leader-in-flight", "react"),))
+
+
+def plays_for(faults: list[str], settings: dict) -> tuple:
+    unclean = str(settings.get("unclean.leader.election.enable", "")).lower() in ("true", "1")
+    return PLAYS + ((FAST_FAILOVER,) if "kill" in faults and unclean else ())
+
+
+def moves(seed: int, faults: list[str], interval: float, plays: tuple = PLAYS) -> Iterator[Move]:
     """The seed's endless sequence of moves: everything the targeted mode draws
-    that does not depend on the cluster's state. Same seed, same sequence."""
+    that does not depend on the cluster's state. Same seed (and plays), same sequence."""
     rng = random.Random(seed)
-    weights = [w for w, _, _ in PLAYS]
+    weights = [w for w, _, _ in plays]
     while True:
-        _, play, steps = rng.choices(PLAYS, weights)[0]
+        _, play, steps = rng.choices(plays, weights)[0]
         drawn = []
         for i, (moment, hold) in enumerate(steps):
             drawn.append(Move(play, i + 1, moment, hold, rng.choice(faults), interval * rng.uniform(0.1, 0.3),
@@ -367,10 +383,15 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
         yield Sleep(interval * random.Random(seed).uniform(0.3, 0.6), deadline)  # let the workload start
         since = watch.seq
         victims: list[str] = []
-        for move in moves(seed, faults, interval):
+        for move in moves(seed, faults, interval, plays_for(faults, getattr(ctx.spec, "settings", None) or {})):
             if time.monotonic() >= deadline:
                 return
             pick_rng = random.Random(move.pick_seed)
+            if move.play == FAST_FAILOVER[1]:
+                async for step in fast_failover(ctx, watch, move, pick_rng, interval, deadline, since, faults):
+                    yield step
+                since = watch.seq
+                continue
             if move.moment == "back" and victims:
                 victims, why = isr_but_back(watch.last, watch.nodes, pick_rng, victims[0])
             else:
@@ -395,3 +416,44 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
                 since = watch.seq
     finally:
         await watch.close()
+
+
+async def fast_failover(ctx: RunContext, watch: StateWatch, move: Move, rng: random.Random, interval: float,
+                        deadline: float, since: int, faults: list[str]) -> AsyncIterator:
+    """The FAST_FAILOVER play, with kill (and, when partition is among the faults, A first
+    cut off from its followers for a moment): each start op's `why` names its step."""
+    budget = min(interval / 4, max(0.0, deadline - time.monotonic()))
+    a, why = await wait_for(move.moment, watch, rng, budget, since)
+    key = why.get("key")
+    if key is None or time.monotonic() >= deadline:
+        return
+    seen = (lambda: watch.last.time if watch.last else None)
+    base = {"play": move.play, "key": key}
+
+    def kill(nodes, step, **more) -> FaultStep:
+        t = Target(list(nodes), spec="targeted",
+                   why={**base, "step": step, **more, "nodes": list(nodes), "seen_at": seen()})
+        return FaultStep("kill", target=t, action="kill")
+
+    cut = "partition" in faults
+    if cut:   # A keeps taking sends its followers cannot fetch: its log grows a suffix nobody else has
+        g = grudges.complete(ctx.plan.hosts)
+        for other in watch.nodes:
+            if other != a:
+                g.remove_edges_from([(a, other), (other, a)])
+        yield FaultStep("partition", target=Target(sorted(watch.nodes), detail=g, spec="targeted", why={
+            **base, "step": 1, "moment": "cut-from-followers", "nodes": [a], "seen_at": seen()}),
+            action="partition")
+        yield Sleep(move.brief_s, deadline)
+    yield kill([a], 1, **{k: v for k, v in why.items() if k not in base})
+    if cut:
+        yield FaultStep("partition", stop=True, action="heal")
+    yield Hold(watch, key, 3 * interval, deadline)                  # until another replica leads
+    yield Sleep(move.brief_s, deadline)                              # ... and takes writes
+    cur = watch.last or Snapshot(0)
+    others = sorted((set(_replicas(cur, key)) or set(watch.nodes)) - {a})
+    yield kill(others, 2, moment="new-leader", **_meta_json(cur, key))
+    yield FaultStep("kill", stop=True, target=Target([a], spec="targeted"), action=f"restart {a}")
+    yield Hold(watch, key, 3 * interval, deadline)                  # until the old leader leads (unclean)
+    yield FaultStep("kill", stop=True, target=Target(others, spec="targeted"), action="restart the others")
+    yield Sleep(move.gap_s, deadline)

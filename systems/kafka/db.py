@@ -20,6 +20,7 @@ import concurrent.futures
 import json
 import os
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -44,6 +45,8 @@ ZK_CONTROLLER = "controller"          # its daemon's name on the zk host
 ZK_CONTROLLER_LOG = "controller.log"
 ZK_CONTROLLER_PROPS = "controller.properties"
 ZOOKEEPER_HEAP = "128m"
+ZK_SESSION_DEFAULT_MS = 6000          # zookeeper.session.timeout.ms's default in 0.10-2.x
+ZK_EXPIRY_MARGIN_S = 1.0              # ZooKeeper expires sessions on its tick (500 ms here): a margin
 LOG = "kafka.log"
 SEGMENTS_PY = Path(__file__).resolve().with_name("segments.py")
 STARTED = "Kafka Server started"   # KafkaRaftServer's line once a node (broker or controller) is up
@@ -92,6 +95,7 @@ class KafkaDb(NodeDaemons):
         self.segments_py: dict[str, str] = {}  # host -> segments.py on the host
         self.started: set[str] = set()           # nodes started at least once
         self.past_copies: dict[str, list[dict]] = {}  # node -> its replicas before each restart
+        self.killed_at: dict[str, float] = {}    # ZooKeeper era: node -> when it was SIGKILLed
         self.process = self
         self.pausable = self
         self.inspector = KafkaInspector(self)
@@ -325,10 +329,31 @@ class KafkaDb(NodeDaemons):
             return
         if node in self.nodes and node in self.started and not self.running(node):
             self._keep_past_copy(node)
+            self._wait_out_zk_session(node)
         self.started.add(node)
         heap = CONTROLLER_HEAP if node == self.controller else BROKER_HEAP
         argv = [*self._java(node, heap), "kafka.Kafka", self.props_path(node)]
         self.cluster.remotes[node].start_daemon(node, argv, self.log_path(node), env=self.env.get(node) or None)
+
+    def kill(self, node: str) -> None:
+        super().kill(node)
+        if self.zk_era and node in self.nodes:
+            self.killed_at[node] = time.monotonic()
+
+    def _wait_out_zk_session(self, node: str) -> None:
+        """ZooKeeper era: a broker killed less than a session ago is still registered (its
+        ephemeral /brokers/ids/N lives until ZooKeeper expires the session), and a broker
+        started then exits at once ("A broker is already registered on the path
+        /brokers/ids/N ... restarted it faster than the zookeeper session timeout"): wait
+        the session out (and a tick of ZooKeeper's expiry check) first."""
+        killed = self.killed_at.pop(node, None)
+        if killed is None:
+            return
+        session = self.settings.get("zookeeper.session.timeout.ms", self.settings.get(
+            "broker.session.timeout.ms", ZK_SESSION_DEFAULT_MS))
+        left = killed + float(session) / 1000 + ZK_EXPIRY_MARGIN_S - time.monotonic()
+        if left > 0:
+            time.sleep(left)
 
     def _keep_past_copy(self, node: str) -> None:
         """The stopped broker's replicas as its disk holds them, before it restarts.
