@@ -349,7 +349,8 @@ class Move:
 # no follower fetched), B elected and taking writes at those offsets, then every other
 # replica of the key killed, A restarted and elected unclean, the others restarted
 # as A's followers. Drawn only where it can happen: kill among the faults and
-# unclean leader election on (A's election), as often as the play of the seeds.
+# unclean.leader.election.enable true in the run's settings (A's election), as often
+# as the play of the seeds; other runs draw exactly what they drew before it existed.
 FAST_FAILOVER = (6, "fast-failover", (("leader-in-flight", "react"),))
 
 

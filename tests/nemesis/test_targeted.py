@@ -48,6 +48,20 @@ def test_moves_are_fixed_by_the_seed():
 
 
 @pytest.mark.unit
+def test_the_fast_failover_play_needs_kill_and_unclean_election():
+    """Only runs that can show KIP-279 draw it; every other run draws what it drew before."""
+    unclean = {"unclean.leader.election.enable": True}
+    assert targeted.plays_for(["kill", "partition"], {}) == PLAYS
+    assert targeted.plays_for(["pause", "partition"], unclean) == PLAYS
+    with_it = targeted.plays_for(["kill", "partition"], unclean)
+    assert with_it == PLAYS + (targeted.FAST_FAILOVER,)
+    drawn = list(itertools.islice(moves(7, ["kill", "partition"], 10.0, with_it), 100))
+    assert "fast-failover" in {m.play for m in drawn}
+    assert list(itertools.islice(moves(7, ["kill"], 10.0, PLAYS), 50)) == \
+        list(itertools.islice(moves(7, ["kill"], 10.0), 50))
+
+
+@pytest.mark.unit
 def test_leader_moment():
     node, why = find("leader", healthy(), healthy(), random.Random(1), {})
     assert node == "n1" and why["key"] == 0 and why["isr"] == ["n1", "n2", "n3"]
