@@ -83,8 +83,10 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
             raise CampaignError(f"campaign file {file}: field 'options'/'settings' with system {system_name} "
                                 f"variant {era}: {e}") from None
     for faults in campaign.nemesis:
-        try:
-            build_spec(None, nemesis=faults, **campaign.options)
+        try:   # with the first system and variant: system_options are that system's own
+            system_name, era = pairs[0] if pairs else (None, None)
+            build_spec(None, nemesis=faults, **({"system": system_name, "variant": era} if system_name else {}),
+                       **campaign.options)
         except SpecError as e:
             raise CampaignError(f"campaign file {file}: field 'nemesis' {faults}: `harness run` refuses it ({e})") from None
 

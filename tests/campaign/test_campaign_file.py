@@ -172,3 +172,18 @@ def test_a_scenario_campaign_runs_each_of_a_scenarios_own_variants(tmp_path):
     assert "overwritten" in cells[0].why and cells[1].why == "the library declares valid"
     f.write_text('systems: [kafka]\nvariants: ["4.1.1"]\nnemesis: []\nscenarios: [kafka-tiered-fresh-follower]\n')
     assert [c.variant for c in expand(load_campaign(str(f)), "salt")] == ["4.1.1"]  # of its own 4.1.1, 4.2.1
+
+
+def test_a_systems_own_options_pass_the_nemesis_check(tmp_path):
+    """system_options in `options` are the campaign's system's (Kafka's `elr`), not the
+    default system's: the preflight checks each nemesis set with that system."""
+    from harness.campaign.execute import Options, preflight
+
+    path = tmp_path / "kafka.yaml"
+    path.write_text("systems: [kafka]\nvariants: ['4.1.1']\nnemesis: [[kill, partition]]\nseeds: [1]\n"
+                    "options: {nemesis_mode: targeted, system_options: {elr: false}}\n")
+    campaign = load_campaign(path)
+    preflight(campaign, str(path), Options(store_root=str(tmp_path / "store")))
+    path.write_text(path.read_text().replace("elr: false", "elr: maybe"))
+    with pytest.raises(CampaignError, match="elr"):
+        preflight(load_campaign(path), str(path), Options(store_root=str(tmp_path / "store")))
