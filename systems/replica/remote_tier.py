@@ -46,7 +46,7 @@ class ReplicaRemoteTier:
         return out.stdout.split() if out.returncode == 0 else []
 
     def segments(self) -> list[dict]:
-        folder = self._dir + ASIDE if self._aside() else self._dir
+        folder = self._folder()
         found = []
         for name in self._names(folder):
             key = unquote(name)
@@ -60,7 +60,7 @@ class ReplicaRemoteTier:
     def lose(self, segment: dict) -> dict:
         from replica import storage as S
 
-        folder = self._dir + ASIDE if self._aside() else self._dir
+        folder = self._folder()
         stem = segment["name"][:-len(".log")]
         end = None
         with tempfile.TemporaryDirectory() as tmp:
@@ -75,6 +75,10 @@ class ReplicaRemoteTier:
         objects = [stem + ext for ext in (".log", ".index", ".leader-epoch-checkpoint")]
         self._remote.run(["rm", "-f", *[os.path.join(folder, quote(o, safe="")) for o in objects]])
         return {"key": segment["key"], "base": segment["base"], "end": end, "objects": objects}
+
+    def _folder(self) -> str:
+        """Where the objects are now: the data folder, or its aside copy while unavailable."""
+        return self._dir + ASIDE if self._aside() else self._dir
 
     def _aside(self) -> bool:
         return self._remote.run(["test", "-d", self._dir + ASIDE], check=False).returncode == 0
