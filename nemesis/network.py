@@ -18,15 +18,25 @@ class Network:
             remote.run(["iptables", "-w", "-I", "INPUT", "-j", CHAIN])
 
     def apply(self, g: nx.DiGraph) -> dict[str, list[str]]:
-        """Drop what the graph's grudge says (added to the rules in place); -> the grudge."""
+        """Drop what the graph's grudge says (added to the rules in place); -> the grudge.
+
+        With `g.graph["reject"]` the packets are refused instead (a TCP reset, an ICMP
+        port-unreachable otherwise): the sender learns at once, and nothing a sender wrote
+        during the cut waits in its kernel to be delivered after the heal (a dropped reply
+        is retransmitted by the sender's kernel even after its process died). The resets
+        themselves pass: a sender that never hears its peer's reset keeps retransmitting."""
         grudge = grudges.grudge_of(g)
+        verdicts = [["-p", "tcp", "--tcp-flags", "RST", "RST", "-j", "ACCEPT"],
+                    ["-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"], ["-j", "REJECT"]] \
+            if g.graph.get("reject") else [["-j", "DROP"]]
         for node, sources in grudge.items():
             if not sources:
                 continue
             remote = self.remotes[node]
             self._ensure_chain(remote)
             for src in sorted(sources):
-                remote.run(["iptables", "-w", "-A", CHAIN, "-s", self.remotes[src].address, "-j", "DROP"])
+                for verdict in verdicts:
+                    remote.run(["iptables", "-w", "-A", CHAIN, "-s", self.remotes[src].address, *verdict])
         return grudges.describe(g)
 
     def heal(self) -> None:

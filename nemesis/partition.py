@@ -4,7 +4,8 @@ nodes and role hosts); `heal` removes every rule.
 Random schedule: a grudge kind (nemesis.grudges: one node, halves,
 majorities ring, bridge, the leader, one-way, a role host). Scenario step:
 `partition: {cut: [X, Y]} | {one-way: {from: X, to: Y}} | {isolate: X} |
-{grudge: {X: [Y, Z]}}` (lists of each allowed), added to the rules in place.
+{grudge: {X: [Y, Z]}}` (lists of each allowed), added to the rules in place;
+`reject: true` refuses the packets (TCP reset) instead of dropping them.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class PartitionArgs(BaseModel):
     cut: list[list[str]] = Field(default_factory=list)  # [X, Y]: no packets either way
     one_way: list[dict[str, str]] = Field(default_factory=list, alias="one-way")  # {from: X, to: Y}
     isolate: list[str] = Field(default_factory=list)  # X hears nobody, nobody hears X
+    reject: bool = False  # refuse (TCP reset) rather than drop: no reply waits in a kernel for the heal
 
     @field_validator("cut", mode="before")
     @classmethod
@@ -79,6 +81,7 @@ class PartitionArgs(BaseModel):
                 raise FaultArgError(f"cannot cut {src} from itself")
             if g.has_edge(src, dst):
                 g.remove_edge(src, dst)
+        g.graph["reject"] = self.reject
         return Target(sorted({n for e in edges for n in e}), detail=g)
 
 
@@ -115,7 +118,8 @@ class Partition:
         return Target(sorted(g.nodes), detail=g, spec="isolate")
 
     def start(self, target: Target):
-        return {"kind": target.spec, "grudge": self.network.apply(target.detail)}
+        out = {"kind": target.spec, "grudge": self.network.apply(target.detail)}
+        return {**out, "reject": True} if target.detail.graph.get("reject") else out
 
     def stop(self, target, rng, record):
         self.network.heal()

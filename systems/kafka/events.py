@@ -317,3 +317,44 @@ def story_events(nodes_dir: Path) -> list[dict]:
         if ev.get("leo") is not None:
             leo[where] = ev["to"] if ev["kind"] == "truncate" else ev["leo"]
     return out
+
+
+# ZooKeeper era: what a broker itself acts as for each partition. The controller's
+# metadata names a new leader or follower seconds before the broker has acted on its
+# LeaderAndIsr request (and a 0.10.2 follower truncates to its HW only then), so a script
+# that waits on the metadata alone races the broker. The broker's own lines say when it
+# acted: becoming a follower removes the partition's fetcher and adds one for the new
+# leader, becoming the leader removes it (0.10.2, 0.11: `... for partitions log-0`,
+# `List([log-0, initOffset 3 to broker ...])`; 2.x: `Set(log-0)`, `Map(log-0 -> ...)`).
+_STARTING = re.compile(r"\bstarting \(kafka\.server\.KafkaServer\)")   # 0.10.2: `INFO starting (...)`, 2.x: `[KafkaServer id=2] starting (...)`
+_FETCHERS = re.compile(r"\[ReplicaFetcherManager on broker \d+\] (Removed|Added) fetcher")
+_PARTITION = re.compile(r"(?<![\w-])" + TOPIC + r"-(\d+)(?!\d)")
+
+
+class ActingRoles:
+    """Fed a broker's log as it grows: per key, `follower` once the broker fetches the
+    partition from its leader, `stopped` once it removed that fetcher (it leads, or is
+    between two roles), nothing since its last start (it has not acted yet)."""
+
+    def __init__(self):
+        self.by_key: dict[int, str] = {}
+        self._rest = ""
+
+    def feed(self, text: str) -> None:
+        lines = (self._rest + text).split("\n")
+        self._rest = lines.pop()          # an unfinished last line waits for the next read
+        for line in lines:
+            if _STARTING.search(line):
+                self.by_key.clear()
+            elif (m := _FETCHERS.search(line)):
+                state = "follower" if m.group(1) == "Added" else "stopped"
+                for key in {int(k) for k in _PARTITION.findall(line)}:
+                    self.by_key[key] = state
+
+    def role(self, key: int, named_leader: bool) -> str:
+        """The broker's role as it acts: leader only when it stopped fetching and the
+        metadata names it (so a broker still acting as the old leader is no leader)."""
+        state = self.by_key.get(key)
+        if state == "follower":
+            return "follower"
+        return "leader" if state == "stopped" and named_leader else "none"

@@ -20,6 +20,10 @@
   -1: none) is read from the remote segments in the directory every broker
   shares, and `log_start` is the leader's (ListOffsets earliest: the remote
   tier included). `more_dumps` adds the remote tier as the copy `remote`.
+- ZooKeeper era: a replica's role is what the broker acts as (its fetcher lines,
+  systems/kafka/events.ActingRoles, read from its growing log), not what the
+  controller's metadata already names: 0.10.2-2.x brokers act on a LeaderAndIsr
+  request seconds after the metadata changed, and a script must wait for that.
 - Events (ISR shrink/expand, truncations) are parsed from the collected
   kafka.log (systems/kafka/events.py).
 """
@@ -34,6 +38,7 @@ from pathlib import Path
 from harness.sut import ReplicaState
 from systems.kafka import tiered
 from systems.kafka.client import elr, partition_meta
+from systems.kafka.events import ActingRoles
 
 CHECKPOINT_FILE = "replication-offset-checkpoint"
 TOPIC = "log"
@@ -73,6 +78,7 @@ class KafkaInspector:
         self._round: tuple[float, dict[int, dict], dict[int, int]] | None = None
         self._lock = None
         self._starts: dict[int, int] = {}   # the leaders' log start per key (ListOffsets earliest), this round
+        self._acting: dict[str, tuple[int, ActingRoles]] = {}   # ZooKeeper era: node -> (bytes read, roles)
 
     def _kafka(self):
         if self._client is None:
@@ -114,12 +120,30 @@ class KafkaInspector:
         except (OSError, ValueError):
             return None, None
 
+    def _acting_roles(self, node: str) -> ActingRoles:
+        """The node's ActingRoles, fed what its log gained since the last call."""
+        pos, roles = self._acting.get(node, (0, None))
+        path = self.db.log_path(node)
+        try:
+            size = os.path.getsize(path)
+            if roles is None or size < pos:          # a new log: read it from the start
+                pos, roles = 0, ActingRoles()
+            with open(path, "rb") as f:
+                f.seek(pos)
+                data = f.read()
+        except OSError:
+            return roles or ActingRoles()
+        roles.feed(data.decode(errors="replace"))
+        self._acting[node] = (pos + len(data), roles)
+        return roles
+
     async def state(self, node: str, timeout: float = 0.5) -> dict[int, ReplicaState] | None:
         host, port = self.db.address(node)
         if not await api_versions(host, port, timeout):
             return None   # down, paused or cut off
         parts, hws = await self.cluster_view()
         local = self._local_files(node)
+        acting = await asyncio.to_thread(self._acting_roles, node) if local and self.db.zk_era else None
         checkpoint = await asyncio.to_thread(self._checkpoint_local, node) if local else {}
         out: dict[int, ReplicaState] = {}
         for key, p in sorted(parts.items()):
@@ -127,6 +151,8 @@ class KafkaInspector:
             if node not in meta.replicas:
                 continue
             role = "leader" if meta.leader == node else "follower"
+            if acting is not None:
+                role = acting.role(key, meta.leader == node)
             leo, start = await asyncio.to_thread(self._disk_offsets, node, key) if local else (None, None)
             hw = hws.get(key) if role == "leader" else checkpoint.get(key)
             if hw is not None and leo is not None:

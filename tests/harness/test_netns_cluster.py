@@ -82,6 +82,73 @@ def test_one_way_partition(cluster, tmp_path):
     assert tcp_probe(n1, n2.address, PORT)
 
 
+LATE_SERVER = """
+import socket, sys, threading, time
+def late(c):
+    time.sleep(3)                  # the test cuts the link meanwhile
+    try:
+        c.sendall(b"late")         # written during the cut
+        time.sleep(20)
+    except OSError:
+        pass
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen()
+while True:
+    threading.Thread(target=late, args=(s.accept()[0],), daemon=True).start()
+"""
+LATE_CLIENT = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+open(sys.argv[3] + ".up", "w").close()
+c.settimeout(12)
+try:
+    out = "data:" + c.recv(16).decode()
+except ConnectionResetError:
+    out = "reset"
+except socket.timeout:
+    out = "timeout"
+open(sys.argv[3], "w").write(out)
+"""
+
+
+def _wait_file(path, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return path
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+def test_reject_partition_refuses_at_once_and_leaves_nothing_for_the_heal(cluster, tmp_path):
+    """`reject`: a connect across the cut is refused at once (not a timeout), and what a
+    host wrote during the cut is not delivered after the heal (its kernel saw the reset)."""
+    n1, n2 = cluster.remotes["n1"], cluster.remotes["n2"]
+    (tmp_path / "server.py").write_text(LATE_SERVER)
+    (tmp_path / "client.py").write_text(LATE_CLIENT)
+    n1.start_daemon("late", [sys.executable, str(tmp_path / "server.py"), n1.address, str(PORT)],
+                    str(tmp_path / "server.log"))
+    result = tmp_path / "result"
+    for _ in range(100):   # the server listens
+        if tcp_probe(cluster.client_remote(), n1.address, PORT, timeout=0.5):
+            break
+        time.sleep(0.1)
+    n2.start_daemon("client", [sys.executable, str(tmp_path / "client.py"), n1.address, str(PORT), str(result)],
+                    str(tmp_path / "client.log"))
+    _wait_file(tmp_path / "result.up")
+    g = grudges.isolate(["ctl", "n1", "n2", "n3"], "n1")
+    g.graph["reject"] = True
+    Network(cluster.remotes).apply(g)
+    t0 = time.monotonic()
+    code = (f"import socket\ntry: socket.create_connection(({n1.address!r}, {PORT}), timeout=5)\n"
+            f"except Exception as e: print(type(e).__name__)")
+    out = cluster.remotes["n3"].run([sys.executable, "-c", code], check=False, timeout=20).stdout
+    assert out.strip() == "ConnectionRefusedError"   # refused (a reset), not a timeout
+    time.sleep(max(0.0, 4.0 - (time.monotonic() - t0)))   # the server wrote "late" into the cut
+    Network(cluster.remotes).heal()
+    assert _wait_file(result, timeout=20).read_text() in ("timeout", "reset")
+
+
 def test_signals_and_daemon_state(cluster, tmp_path):
     import signal
     n3 = cluster.remotes["n3"]

@@ -82,3 +82,30 @@ def test_events_of_a_real_0_10_2_hw_data_loss():
     story = story_events(EVENTS)
     unclean = [e for e in story if e["kind"] == "elect" and "unclean" in e.get("text", "")]
     assert [(e["leader"], e["epoch"]) for e in unclean] == [("n2", 2)]
+
+
+def test_acting_roles_follow_the_brokers_own_fetcher_lines():
+    """ZooKeeper era: a replica's role is what its broker acts as (systems/kafka/events.ActingRoles),
+    read from the log as it grows, so a script waits for the broker, not the controller's metadata."""
+    from systems.kafka.events import ActingRoles
+
+    a = ActingRoles()
+    text = (EVENTS / "n2" / "kafka.log").read_text()
+    a.feed(text[: len(text) // 3])     # fed in pieces, cut mid-line: a partial line waits for the rest
+    a.feed(text[len(text) // 3:])
+    a.feed("\n")
+    assert a.by_key == {0: "stopped"}    # n2 was elected (unclean) and removed its fetcher
+    assert a.role(0, named_leader=True) == "leader"
+    assert a.role(0, named_leader=False) == "none"   # stopped fetching, not (yet) named: between roles
+
+    b = ActingRoles()   # 2.x's spelling; a restart forgets what the broker did before
+    b.feed("[2026-11-27T05:00:00.000Z] INFO [ReplicaFetcherManager on broker 2] Added fetcher to broker 1 "
+           "for partitions Map(log-0 -> InitialFetchState(...), log-10 -> InitialFetchState(...)) "
+           "(kafka.server.ReplicaFetcherManager)\n")
+    assert b.role(0, named_leader=False) == "follower" and b.role(10, named_leader=False) == "follower"
+    assert b.role(1, named_leader=True) == "none"
+    b.feed("[2026-11-27T05:00:01.000Z] INFO [KafkaServer id=2] starting (kafka.server.KafkaServer)\n")
+    assert b.role(0, named_leader=True) == "none"
+    b.feed("[2026-11-27T05:00:02.000Z] INFO [ReplicaFetcherManager on broker 2] Removed fetcher for partitions "
+           "Set(__consumer_offsets-0, log-0) (kafka.server.ReplicaFetcherManager)\n")
+    assert b.role(0, named_leader=True) == "leader" and b.role(10, named_leader=True) == "none"
