@@ -297,6 +297,16 @@ class Hold:
     action: str = "hold"
     index: int | None = None
     id: str | None = None
+    leader_is: str | None = None       # react only when this node leads the key
+    leader_is_not: str | None = None   # react only when a node other than this one leads it
+
+    def _reacted(self, before, cur) -> bool:
+        leader = _leader(cur, self.key)
+        if not leader or (leader, _isr(cur, self.key)) == before:
+            return False
+        if self.leader_is is not None:
+            return leader == self.leader_is
+        return self.leader_is_not is None or leader != self.leader_is_not
 
     async def run(self, ctx) -> dict:
         start = time.monotonic()
@@ -306,7 +316,7 @@ class Hold:
         while time.monotonic() < end:
             cur = self.watch.last
             if (time.monotonic() - start >= self.min_s and before is not None and cur is not None
-                    and (_leader(cur, self.key), _isr(cur, self.key)) != before and _leader(cur, self.key)):
+                    and self._reacted(before, cur)):
                 return {"reacted": True}
             try:
                 await asyncio.wait_for(self.watch.wait_new(), max(0.05, end - time.monotonic()))
@@ -349,9 +359,10 @@ class Move:
 # no follower fetched), B elected and taking writes at those offsets, then every other
 # replica of the key killed, A restarted and elected unclean, the others restarted
 # as A's followers. Drawn only where it can happen: kill among the faults and
-# unclean.leader.election.enable true in the run's settings (A's election), as often
-# as the play of the seeds; other runs draw exactly what they drew before it existed.
-FAST_FAILOVER = (6, "fast-failover", (("leader-in-flight", "react"),))
+# unclean.leader.election.enable true in the run's settings (A's election), and then
+# about every other play (a 120 s run has room for two or three plays); other runs draw
+# exactly what they drew before it existed.
+FAST_FAILOVER = (12, "fast-failover", (("leader-in-flight", "react"),))
 
 
 def plays_for(faults: list[str], settings: dict) -> tuple:
@@ -442,6 +453,8 @@ async def fast_failover(ctx: RunContext, watch: StateWatch, move: Move, rng: ran
         for other in watch.nodes:
             if other != a:
                 g.remove_edges_from([(a, other), (other, a)])
+        g.graph["reject"] = True   # refused, not dropped: A's replies written during the cut must not
+        # reach the followers from A's kernel after the heal (A is killed, the cut healed, at once)
         yield FaultStep("partition", target=Target(sorted(watch.nodes), detail=g, spec="targeted", why={
             **base, "step": 1, "moment": "cut-from-followers", "nodes": [a], "seen_at": seen()}),
             action="partition")
@@ -449,12 +462,13 @@ async def fast_failover(ctx: RunContext, watch: StateWatch, move: Move, rng: ran
     yield kill([a], 1, **{k: v for k, v in why.items() if k not in base})
     if cut:
         yield FaultStep("partition", stop=True, action="heal")
-    yield Hold(watch, key, 3 * interval, deadline)                  # until another replica leads
+    yield Hold(watch, key, 3 * interval, deadline, leader_is_not=a)  # until another replica leads
     yield Sleep(move.brief_s, deadline)                              # ... and takes writes
     cur = watch.last or Snapshot(0)
     others = sorted((set(_replicas(cur, key)) or set(watch.nodes)) - {a})
     yield kill(others, 2, moment="new-leader", **_meta_json(cur, key))
     yield FaultStep("kill", stop=True, target=Target([a], spec="targeted"), action=f"restart {a}")
-    yield Hold(watch, key, 3 * interval, deadline)                  # until the old leader leads (unclean)
+    yield Hold(watch, key, 3 * interval, deadline, leader_is=a)     # until the old leader leads (unclean;
+    # not some other replica the metadata still names, a killed one not yet fenced)
     yield FaultStep("kill", stop=True, target=Target(others, spec="targeted"), action="restart the others")
     yield Sleep(move.gap_s, deadline)

@@ -62,6 +62,23 @@ def test_the_fast_failover_play_needs_kill_and_unclean_election():
 
 
 @pytest.mark.unit
+def test_a_hold_for_one_leader_ignores_every_other():
+    """The fast-failover play's holds: a killed replica the metadata still names, or a third one
+    elected meanwhile, is not the reaction the play waits for."""
+    before = ("n1", ("n1", "n2", "n3"))
+    only_n2 = targeted.Hold(None, 0, 30, 1e18, leader_is="n2")
+    not_n1 = targeted.Hold(None, 0, 30, 1e18, leader_is_not="n1")
+    shrunk = snap({0: ("n1", 4, ("n1", "n2", "n3"), ("n1",))}, {})
+    n3_leads = snap({0: ("n3", 5, ("n1", "n2", "n3"), ("n3",))}, {})
+    n2_leads = snap({0: ("n2", 6, ("n1", "n2", "n3"), ("n2",))}, {})
+    no_leader = snap({0: (None, 6, ("n1", "n2", "n3"), ("n2",))}, {})
+    assert [only_n2._reacted(before, s) for s in (shrunk, n3_leads, no_leader, n2_leads)] == \
+        [False, False, False, True]
+    assert [not_n1._reacted(before, s) for s in (shrunk, n3_leads, no_leader)] == [False, True, False]
+    assert targeted.Hold(None, 0, 30, 1e18)._reacted(before, shrunk)   # plain: any change with a leader
+
+
+@pytest.mark.unit
 def test_leader_moment():
     node, why = find("leader", healthy(), healthy(), random.Random(1), {})
     assert node == "n1" and why["key"] == 0 and why["isr"] == ["n1", "n2", "n3"]
