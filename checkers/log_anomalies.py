@@ -41,9 +41,11 @@ given, identical in both engines):
   "unknown" unless something else is wrong. Per send; order key, offset, value.
 - read-then-lost: an ok send whose value some poll read, that the final reads
   do not contain although they reach its offset (some final read of the key
-  returned an offset >= it). Acknowledged, seen by a consumer, then gone: a
-  committed write removed later (era hw's truncation after a restart). Per
-  send; order key, offset, value; ops: the ack and the first poll that read it.
+  returned an offset >= it) or end at or below it (the key's end row: the log
+  was cut back below the record, a truncated tail). Acknowledged, seen by a
+  consumer, then gone: a committed write removed later (era hw's truncation
+  after a restart). Per send; order key, offset, value; ops: the ack and the
+  first poll that read it.
 - nonmonotonic-poll / poll-skip: within one consumer session (one process,
   between consumer resets, see `checkers.input.flatten`), the consecutive pairs of
   offsets read for a key, in history order and then position within a poll.
@@ -114,7 +116,7 @@ def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dic
     }
     findings.update(_lost_and_unseen(sends, reads, {row[0] for row in ends}))
     findings.update(_poll_order(sends, reads))
-    findings["read-then-lost"] = _read_then_lost(sends, reads)
+    findings["read-then-lost"] = _read_then_lost(sends, reads, {row[0]: row[1] for row in ends})
     return summarize(findings, checked=bool(reads) or any(s[3] == "ok" and s[2] is not None for s in sends))
 
 
@@ -228,8 +230,10 @@ def _lost_and_unseen(sends, reads, ended: set[int]):
     }
 
 
-def _read_then_lost(sends, reads):
-    """Acknowledged, read by some poll, missing from final reads that reach its offset."""
+def _read_then_lost(sends, reads, end_of: dict[int, int] | None = None):
+    """Acknowledged, read by some poll, missing from final reads that reach its offset or
+    end at or below it (`end_of`: key -> end offset, the keys whose final reads completed)."""
+    end_of = end_of or {}
     first_read: dict[tuple, int] = {}  # (key, value) -> first poll index that read it
     final_values = set()
     final_top: dict[int, int] = {}  # key -> highest offset read in the final phase
@@ -240,10 +244,11 @@ def _read_then_lost(sends, reads):
             final_values.add((key, value))
             final_top[key] = max(offset, final_top.get(key, offset))
     found = sorted(
-        (key, offset, value, done, first_read[(key, value)], final_top[key])
+        (key, offset, value, done, first_read[(key, value)], final_top.get(key))
         for key, value, offset, kind, _p, _inv, done in sends
         if kind == "ok" and offset is not None and (key, value) in first_read
-        and (key, value) not in final_values and final_top.get(key, -1) >= offset)
+        and (key, value) not in final_values
+        and (final_top.get(key, -1) >= offset or (key in end_of and offset >= end_of[key])))
     return len(found), [
         {"key": k, "value": decode_value(v), "offset": o, "max_final_offset": top,
          "ops": [done, read]}

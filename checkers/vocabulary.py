@@ -72,7 +72,8 @@ _ALL = [
             "Only when the test sets :ww-deps (write-write edges from the log order); Jepsen "
             "reports nothing for it otherwise, and always counts G0-realtime as allowed."),
     Anomaly("read-then-lost", "log",
-            "An acknowledged send that a consumer read is missing from the final reads that reach its offset: "
+            "An acknowledged send that a consumer read is missing from the final reads that reach its offset "
+            "(or end below it: a truncated tail): "
             "the cluster committed the write, showed it, then removed it.",
             "{n} acknowledged write{s} read, then lost", (),
             "Not Jepsen's :lost-write, which first strikes every value an ok poll returned. Jepsen "

@@ -58,7 +58,7 @@ def _value_sets(tables: Tables) -> DataFrame:
     per kind. Unread acknowledged values split by the key's highest read
     offset (from K): at or below it the value is lost, above it unseen.
     """
-    ended = tables.ends.select("k", F.lit(True).alias("ended"))
+    ended = tables.ends.select("k", F.lit(True).alias("ended"), "end_offset")
     per_key = F.broadcast(tables.keys.select("k", "max_read_offset", "max_final_offset")
                           .join(ended, "k", "left"))
     duplicate = F.col("min_offset") != F.col("max_offset")
@@ -68,8 +68,9 @@ def _value_sets(tables: Tables) -> DataFrame:
     lost = F.col("ack_offset") <= F.col("max_read_offset")
     above = unread & ~F.coalesce(lost, F.lit(False))
     ended = F.coalesce(F.col("ended"), F.lit(False))
-    read_then_lost = (acked & (F.col("rd") == 1) & (F.col("fin") == 0)
-                      & (F.col("ack_offset") <= F.col("max_final_offset")))
+    reached = F.coalesce(F.col("ack_offset") <= F.col("max_final_offset"), F.lit(False))
+    cut_back = ended & F.coalesce(F.col("ack_offset") >= F.col("end_offset"), F.lit(False))   # a truncated tail
+    read_then_lost = acked & (F.col("rd") == 1) & (F.col("fin") == 0) & (reached | cut_back)
     kinds = F.filter(F.array(
         F.when(duplicate, F.lit("duplicate")), F.when(aborted, F.lit("aborted-read")),
         F.when(unread & lost, F.lit("lost-write")),
