@@ -346,6 +346,9 @@ class Run:
             self.db.collect(node, run_store.node_dir(self.store, node))
         for node, dump in result.get("dumps", {}).items():
             run_store.write_dump(self.store, node, dump)
+        if result.get("final") is not None:   # how far each key was read back, and any unreadable hole
+            test = run_store.read_json(self.store / run_store.TEST) or {}
+            run_store.write_json(self.store / run_store.TEST, {**test, "final_reads": result["final"]})
         result["findings"] = self.program.findings(self._ctx, self.step_error)
         self.outcome = result
 

@@ -33,6 +33,8 @@ def test_store_has_everything(run):
         assert (store / name).is_file(), (name, out.stderr[-2000:])
     spec = json.loads((store / "test.json").read_text())
     assert spec["seed"] == 5 and spec["nemesis"] == ["kill", "pause", "partition"]
+    final = spec["final_reads"]   # the final reads' outcome is kept, not only logged
+    assert final["complete"] is True and {"0", "1"} <= set(final["keys"]), final
     for node in ("n1", "n2", "n3"):
         assert (store / "nodes" / node / "broker.log").stat().st_size > 0
         dump = json.loads((store / "nodes" / node / "dump.json").read_text())
