@@ -52,14 +52,18 @@ def summary(run_dir: Path) -> dict | None:
 
 
 def runs_of(store_root: Path, scenario: str, variant: str) -> list[dict]:
-    d = store_root / f"{scenario}-{variant}"
-    if not d.is_dir():
-        return []
+    """The finished runs of the scenario in that variant: in `store_root/<scenario>-<variant>/`
+    (`harness scenario --store`) or anywhere below it (a campaign's store nests them as
+    runs/<cell>/run-N/attempt-K/<scenario>-<variant>/)."""
+    name = f"{scenario}-{variant}"
+    dirs = sorted({d for d in (store_root / name, *store_root.glob(f"**/{name}"))
+                   if d.is_dir() and not d.is_symlink()})
     out = []
-    for run in sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink()):
-        s = summary(run)
-        if s is not None and not s["error"]:
-            out.append(s)
+    for d in dirs:
+        for run in sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink()):
+            s = summary(run)
+            if s is not None and not s["error"]:
+                out.append(s)
     return out
 
 

@@ -46,3 +46,17 @@ def test_cli_from_store_and_unknown_name():
     bad = subprocess.run([sys.executable, "-m", "harness", "scenario", "--compare", "nope", "--from-store",
                           "--store", str(STORE)], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "hw-data-loss" in bad.stderr
+
+
+def test_runs_nested_in_a_campaign_store_count_too(tmp_path):
+    """A campaign's store nests a scenario's runs (runs/<cell>/run-N/attempt-K/<name>-<variant>/<ts>/):
+    the table finds them there as well as at the top."""
+    import shutil
+
+    run = STORE / "kafka-hw-data-loss-0.10.2.2" / "20261126T204959"
+    for n in (1, 2):
+        nested = tmp_path / "runs" / "scenario-kafka-hw-data-loss-0.10.2.2" / f"run-{n}" / "attempt-1"
+        shutil.copytree(run, nested / "kafka-hw-data-loss-0.10.2.2" / run.name)
+    shutil.copytree(run, tmp_path / "kafka-hw-data-loss-0.10.2.2" / run.name)
+    assert [r["verdict"] for r in compare.runs_of(tmp_path, "kafka-hw-data-loss", "0.10.2.2")] == [False] * 3
+    assert compare.runs_of(tmp_path, "kafka-hw-data-loss", "0.11.0.3") == []
