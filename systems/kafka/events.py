@@ -329,6 +329,13 @@ def story_events(nodes_dir: Path) -> list[dict]:
 _STARTING = re.compile(r"\bstarting \(kafka\.server\.KafkaServer\)")   # 0.10.2: `INFO starting (...)`, 2.x: `[KafkaServer id=2] starting (...)`
 _FETCHERS = re.compile(r"\[ReplicaFetcherManager on broker \d+\] (Removed|Added) fetcher")
 _PARTITION = re.compile(r"(?<![\w-])" + TOPIC + r"-(\d+)(?!\d)")
+# A LeaderAndIsr request is answered (and the broker's metadata then updated by the
+# controller) only once the fetcher threads it made idle have stopped: 0.11's
+# `[ReplicaFetcherThread-0-1]: Shutting down` ... `Shutdown completed`, 2.x's
+# `[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Shutting down`. A thread blocked
+# in a fetch to a dead leader takes up to request.timeout.ms.
+_FETCHER_THREAD = re.compile(r"\[(ReplicaFetcherThread-[\d-]+|ReplicaFetcher replicaId=\d+, leaderId=\d+, "
+                             r"fetcherId=\d+)\][:,]? (Shutting down|Shutdown completed)")   # 0.10.2: `[ReplicaFetcherThread-0-1], ...`
 
 
 class ActingRoles:
@@ -338,6 +345,7 @@ class ActingRoles:
 
     def __init__(self):
         self.by_key: dict[int, str] = {}
+        self.stopping: set[str] = set()   # fetcher threads shutting down (the LeaderAndIsr not answered yet)
         self._rest = ""
 
     def feed(self, text: str) -> None:
@@ -346,15 +354,20 @@ class ActingRoles:
         for line in lines:
             if _STARTING.search(line):
                 self.by_key.clear()
+                self.stopping.clear()
+            elif (m := _FETCHER_THREAD.search(line)):
+                (self.stopping.add if m.group(2) == "Shutting down" else self.stopping.discard)(m.group(1))
             elif (m := _FETCHERS.search(line)):
                 state = "follower" if m.group(1) == "Added" else "stopped"
                 for key in {int(k) for k in _PARTITION.findall(line)}:
                     self.by_key[key] = state
 
     def role(self, key: int, named_leader: bool) -> str:
-        """The broker's role as it acts: leader only when it stopped fetching and the
-        metadata names it (so a broker still acting as the old leader is no leader)."""
+        """The broker's role as it acts: leader only when it stopped fetching, the
+        metadata names it (so a broker still acting as the old leader is no leader) and
+        no fetcher thread is still stopping (until then its LeaderAndIsr is unanswered and
+        its own metadata, which clients ask, still names the old leader)."""
         state = self.by_key.get(key)
         if state == "follower":
             return "follower"
-        return "leader" if state == "stopped" and named_leader else "none"
+        return "leader" if state == "stopped" and named_leader and not self.stopping else "none"

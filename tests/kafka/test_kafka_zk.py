@@ -109,3 +109,21 @@ def test_acting_roles_follow_the_brokers_own_fetcher_lines():
     b.feed("[2026-11-27T05:00:02.000Z] INFO [ReplicaFetcherManager on broker 2] Removed fetcher for partitions "
            "Set(__consumer_offsets-0, log-0) (kafka.server.ReplicaFetcherManager)\n")
     assert b.role(0, named_leader=True) == "leader" and b.role(10, named_leader=True) == "none"
+    b.feed("[2026-11-27T05:00:03.000Z] INFO [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Shutting down "
+           "(kafka.server.ReplicaFetcherThread)\n")
+    assert b.role(0, named_leader=True) == "none"      # its LeaderAndIsr is not answered yet
+    b.feed("[2026-11-27T05:00:29.000Z] INFO [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Shutdown "
+           "completed (kafka.server.ReplicaFetcherThread)\n")
+    assert b.role(0, named_leader=True) == "leader"
+    c = ActingRoles()   # 0.11's spelling, from a real run (fast-failover: B's fetcher blocked on dead A)
+    c.feed("[2026-11-27T06:40:33.570Z] INFO [ReplicaFetcherManager on broker 2] Removed fetcher for partitions "
+           "log-0 (kafka.server.ReplicaFetcherManager)\n"
+           "[2026-11-27T06:40:33.584Z] INFO [ReplicaFetcherThread-0-1]: Shutting down "
+           "(kafka.server.ReplicaFetcherThread)\n")
+    assert c.role(0, named_leader=True) == "none"
+    c.feed("[2026-11-27T06:40:59.617Z] INFO [ReplicaFetcherThread-0-1]: Shutdown completed "
+           "(kafka.server.ReplicaFetcherThread)\n")
+    assert c.role(0, named_leader=True) == "leader"
+    c.feed("[2026-11-27T05:49:57.584Z] INFO [ReplicaFetcherThread-0-1], Shutting down "
+           "(kafka.server.ReplicaFetcherThread)\n")   # 0.10.2's comma
+    assert c.role(0, named_leader=True) == "none"
