@@ -299,9 +299,12 @@ class Hold:
     id: str | None = None
     leader_is: str | None = None       # react only when this node leads the key
     leader_is_not: str | None = None   # react only when a node other than this one leads it
+    isr_includes: tuple = ()           # react only when these are all in the key's ISR again
 
     def _reacted(self, before, cur) -> bool:
         leader = _leader(cur, self.key)
+        if self.isr_includes:   # back in the ISR: caught up with (and truncated to) the leader's log
+            return bool(leader) and set(self.isr_includes) <= set(_isr(cur, self.key))
         if not leader or (leader, _isr(cur, self.key)) == before:
             return False
         if self.leader_is is not None:
@@ -471,4 +474,6 @@ async def fast_failover(ctx: RunContext, watch: StateWatch, move: Move, rng: ran
     yield Hold(watch, key, 3 * interval, deadline, leader_is=a)     # until the old leader leads (unclean;
     # not some other replica the metadata still names, a killed one not yet fenced)
     yield FaultStep("kill", stop=True, target=Target(others, spec="targeted"), action="restart the others")
+    yield Hold(watch, key, 3 * interval, deadline, isr_includes=tuple(others))   # until they followed A
+    # (truncated to its log): a next play that kills A first would elect them with their old logs
     yield Sleep(move.gap_s, deadline)

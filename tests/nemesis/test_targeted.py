@@ -76,6 +76,9 @@ def test_a_hold_for_one_leader_ignores_every_other():
         [False, False, False, True]
     assert [not_n1._reacted(before, s) for s in (shrunk, n3_leads, no_leader)] == [False, True, False]
     assert targeted.Hold(None, 0, 30, 1e18)._reacted(before, shrunk)   # plain: any change with a leader
+    back = targeted.Hold(None, 0, 30, 1e18, isr_includes=("n1", "n3"))
+    rejoined = snap({0: ("n2", 6, ("n1", "n2", "n3"), ("n2", "n3", "n1"))}, {})
+    assert [back._reacted(before, s) for s in (n2_leads, no_leader, rejoined)] == [False, False, True]
 
 
 @pytest.mark.unit
