@@ -72,3 +72,18 @@ def test_one_way_is_asymmetric():
     g = grudges.one_way(hosts(4), "n1")
     d = grudges.describe(g)
     assert d == {"n1": ["ctl", "n2", "n3"]}
+
+
+def test_a_scripted_cut_can_refuse_instead_of_drop():
+    """`partition: {cut: [X, Y], reject: true}`: the grudge graph carries the choice to the
+    network (nemesis/network.py: TCP resets, resets let through), and drops stay the default."""
+    from types import SimpleNamespace
+
+    from nemesis.partition import parse_start
+
+    plan = SimpleNamespace(hosts=["ctl", "n1", "n2", "n3"])
+    refused = parse_start({"cut": ["n1", "n2"], "reject": True}).resolve(lambda n: n, plan)
+    dropped = parse_start({"cut": ["n1", "n2"]}).resolve(lambda n: n, plan)
+    assert refused.detail.graph["reject"] is True and dropped.detail.graph["reject"] is False
+    assert grudges.grudge_of(refused.detail) == grudges.grudge_of(dropped.detail)
+    assert not refused.detail.has_edge("n1", "n2") and refused.detail.has_edge("n1", "n3")
