@@ -71,7 +71,8 @@ def test_what_only_a_past_copy_holds_is_still_lost_and_not_missing(tmp_path):
     without = check_store(str(make_store(tmp_path / "t", log_histories.lost_write().ops,
                                          log_dumps.agreeing())))["checkers"]["replica-diff"]
     assert with_past["counts"] == without["counts"]
-    assert with_past["counts"]["lost-acknowledged"] == 2 and with_past["counts"]["missing-committed"] == 0
+    # lost_write(): 103 acknowledged at 3 and in no dump (104 at 4 is an indefinite send)
+    assert with_past["counts"]["lost-acknowledged"] == 1 and with_past["counts"]["missing-committed"] == 0
 
 
 @pytest.mark.spark
