@@ -56,8 +56,8 @@ def runs_of(store_root: Path, scenario: str, variant: str) -> list[dict]:
     (`harness scenario --store`) or anywhere below it (a campaign's store nests them as
     runs/<cell>/run-N/attempt-K/<scenario>-<variant>/)."""
     name = f"{scenario}-{variant}"
-    dirs = sorted({d for d in (store_root / name, *store_root.glob(f"**/{name}"))
-                   if d.is_dir() and not d.is_symlink()})
+    dirs = sorted(d for d in store_root.glob(f"**/{name}") if d.is_dir() and not d.is_symlink())   # ** matches
+    # no folder too: store_root/<name> itself
     out = []
     for d in dirs:
         for run in sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink()):
