@@ -30,7 +30,7 @@ def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("smoke")
     out = subprocess.run(campaign_argv(REPO / "campaigns" / "smoke.yaml", tmp / "store", "--junit",
                                        str(tmp / "smoke.xml"), "--subnets", "10.226.0.0/23",
-                                       "--parallel", "2"),
+                                       "--parallel", "3"),
                          capture_output=True, text=True, env=campaign_env(tmp), cwd=tmp, timeout=1100)
     folders = campaign_folders(tmp / "store", "smoke")
     return out, folders[-1], tmp

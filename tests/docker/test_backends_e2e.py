@@ -19,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.docker
 
 FAULT_ARGS = ["--era", "epoch", "--nemesis", "kill,pause,partition", "--nemesis-interval", "3",
-              "--time-limit", "15", "--rate", "50"]
+              "--time-limit", "10", "--rate", "50"]
 
 
 def _harness(args: list[str]) -> tuple[int, str]:

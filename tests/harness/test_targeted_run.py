@@ -15,7 +15,7 @@ from nemesis.targeted import MOMENTS, PLAYS
 def test_targeted_run_records_why(tmp_path):
     """Every fault start carries why (play, moment, nodes) and hits the nodes it names."""
     out = run_harness(tmp_path, "run", "--era", "hw", "--nemesis", "kill", "--nemesis-mode", "targeted",
-                      "--time-limit", "20", "--nemesis-interval", "4", "--seed", "3",
+                      "--time-limit", "16", "--nemesis-interval", "4", "--seed", "3",
                       "--subnet", "10.245.20.0/24", "--store", tmp_path / "store")
     assert out.returncode in (0, 1), out.stderr[-2000:]
     store = next((tmp_path / "store").glob("*/2*"))

@@ -23,7 +23,7 @@ def _store(out: subprocess.CompletedProcess) -> Path:
 def test_run_ends_with_a_verdict_and_leaders_in_the_samples(tmp_path):
     need_root()
     out = run_harness(tmp_path, "run", "--sut", "nats", "--nemesis", "kill", "--nemesis-interval", "4",
-                      "--time-limit", "10", "--seed", "4", "--subnet", "10.221.5.0/24", "--store", tmp_path / "s")
+                      "--time-limit", "8", "--seed", "4", "--subnet", "10.221.5.0/24", "--store", tmp_path / "s")
     store = _store(out)
     results = json.loads((store / "results.json").read_text())
     assert out.returncode in (0, 1), out.stderr[-2000:]
