@@ -92,7 +92,9 @@ def _campaign_case(folder: Path, cell: dict, run: dict, previous: str | None) ->
              "comparison": cell.get("comparison", ""),
              # time to first anomaly: this run's, and the cell's median with the fraction of runs that found one
              "ttfa_s": run.get("ttfa_s"), "cell_ttfa_median_s": cell.get("ttfa_median_s"),
-             "cell_with_anomaly": f"{cell.get('with_anomaly', 0)}/{(cell.get('counts') or {}).get('done', 0)}"}
+             "cell_with_anomaly": f"{cell.get('with_anomaly', 0)}/{(cell.get('counts') or {}).get('done', 0)}",
+             # what the nemesis did: fault starts by kind, and the targeted plays
+             "faults": _counts(run.get("faults")), "plays": _counts(run.get("plays"))}
     name = run["tag"]
     if run["verdict"] == "not-run":
         return Case(cell["label"], name, "skipped", "not run (budget spent or campaign stopped)", properties=props)
@@ -116,6 +118,10 @@ def _campaign_case(folder: Path, cell: dict, run: dict, previous: str | None) ->
            f"{' (' + cell['why'] + ')' if cell.get('why') else ''}, is {cell['status']}; {where}")
     return Case(cell["label"], name, outcome, msg, msg + (f"\n{run['note']}" if run.get("note") else ""),
                 float(run.get("seconds") or 0.0), props)
+
+
+def _counts(counts: dict | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted((counts or {}).items()))
 
 
 def write(path: Path, suite_name: str, cases: list[Case]) -> Path:

@@ -241,6 +241,39 @@ def op_times(history: Path, wanted: set[int]) -> dict[int, int]:
     return found
 
 
+def faults_drawn(history: Path, starts: set[str]) -> dict:
+    """What the nemesis did in a run: {"faults": {start op: count}, "plays": {targeted play: count}}.
+
+    `starts` are the fault kinds' start ops (kill, pause, partition, ...), so heals
+    and the final phase are not counted. Only nemesis lines are parsed: a million-op
+    history is read once, as op_times reads it.
+    """
+    try:
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is a project dependency
+        loads = json.loads
+    faults: dict[str, int] = {}
+    plays: dict[str, int] = {}
+    try:
+        with open(history, "rb") as f:
+            for line in f:
+                if b'"nemesis"' not in line:
+                    continue
+                try:
+                    op = loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(op, dict) or op.get("process") != "nemesis" or op.get("f") not in starts:
+                    continue
+                faults[op["f"]] = faults.get(op["f"], 0) + 1
+                play = (op.get("why") or {}).get("play") if isinstance(op.get("why"), dict) else None
+                if play and (op["why"].get("step") in (None, 1)):
+                    plays[play] = plays.get(play, 0) + 1
+    except OSError:
+        return {"faults": {}, "plays": {}}
+    return {"faults": faults, "plays": plays}
+
+
 def read_results(store: str | os.PathLike, problems: list[str] | None = None) -> dict | None:
     """results.json (the one reader every other module uses), or None if the run has none."""
     results = _current_names(read_json(Path(store) / RESULTS, problems))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.campaign.folder import CampaignFolder, previous_finished
 from harness.campaign.matrix import variant_of
-from harness.campaign.verdicts import first_anomaly_s, run_verdict
+from harness.campaign.verdicts import faults_of, first_anomaly_s, run_verdict
 
 OK = "as-expected"
 
@@ -36,7 +36,8 @@ def run_rows(folder: CampaignFolder, cell: dict, states: dict) -> list[dict]:
         st = states.get(run["id"])
         row = {"id": run["id"], "seed": run["seed"], "tag": run["tag"], "attempts": len(st.attempts) if st else 0,
                "partial_attempts": list(st.partial) if st else [], "note": None, "report": None, "store": None,
-               "ttfa_s": None, "seconds": None, "exit": None, "attempt": None, "as_expected": None}
+               "ttfa_s": None, "seconds": None, "exit": None, "attempt": None, "as_expected": None,
+               "faults": {}, "plays": {}}
         if st is None or not st.done:
             rows.append({**row, "verdict": "not-run", "anomalies": {}})
             continue
@@ -48,6 +49,7 @@ def run_rows(folder: CampaignFolder, cell: dict, states: dict) -> list[dict]:
             report = store / "report.html"
             row["report"] = str(report.relative_to(folder.path)) if report.is_file() else None
             row["ttfa_s"] = first_anomaly_s(store) if row["anomalies"] else None
+            row.update(faults_of(store))
         rows.append(row)
     return rows
 

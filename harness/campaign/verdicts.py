@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from checkers.checker import merge_valid
-from harness.store import op_times, read_legacy_scenario_results, read_results
+from harness import registry
+from harness.store import faults_drawn, op_times, read_legacy_scenario_results, read_results
 from reports.anomalies import collect, example_ops
 
 
@@ -65,3 +66,10 @@ def first_anomaly_s(store: Path) -> float | None:
         return None
     times = op_times(store / "history.jsonl", wanted)
     return min(times.values()) / 1e9 if times else None
+
+
+def faults_of(store: Path) -> dict:
+    """{"faults": {kind: starts}, "plays": {targeted play: times}} of one run: what a
+    valid run was valid under (a false-alarm campaign is only as good as its faults)."""
+    starts = {registry.fault(n).start for n in registry.names(registry.FAULTS)}
+    return faults_drawn(store / "history.jsonl", starts)

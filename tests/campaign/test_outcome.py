@@ -93,3 +93,29 @@ def test_campaign_junit_carries_time_to_first_anomaly(tmp_path):
     assert {k.properties["cell_ttfa_median_s"] for k in cases} == {16.25}
     assert {k.properties["cell_with_anomaly"] for k in cases} == {"2/3"}
     assert '<property name="cell_ttfa_median_s" value="16.25"' in path.read_text()
+
+
+def test_a_run_row_says_which_faults_it_drew_and_junit_carries_them(tmp_path):
+    """A false-alarm campaign is only as good as its faults: each run's starts by
+    kind (not heals, not the final phase) and its targeted plays, counted once each."""
+    import json
+
+    from harness.campaign.verdicts import faults_of
+    ops = [{"index": 0, "process": 0, "type": "invoke", "f": "send", "value": [0, 1]},
+           {"index": 1, "process": "nemesis", "type": "info", "f": "kill", "value": ["n1"],
+            "why": {"play": "follower-then-leader", "step": 1}},
+           {"index": 2, "process": "nemesis", "type": "info", "f": "kill", "value": ["n2"],
+            "why": {"play": "follower-then-leader", "step": 2}},
+           {"index": 3, "process": "nemesis", "type": "info", "f": "start", "value": ["n1", "n2"]},
+           {"index": 4, "process": "nemesis", "type": "info", "f": "partition", "value": {"n1": ["n2"]}},
+           {"index": 5, "process": "nemesis", "type": "info", "f": "heal", "value": None},
+           {"index": 6, "process": "nemesis", "type": "info", "f": "final", "value": None}]
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops) + "{torn")
+    drawn = faults_of(tmp_path)
+    assert drawn == {"faults": {"kill": 2, "partition": 1}, "plays": {"follower-then-leader": 1}}
+    assert faults_of(tmp_path / "missing") == {"faults": {}, "plays": {}}
+    c = cell("replica/epoch/kill+partition", "as-expected")
+    c["runs"][0].update(drawn)
+    case, = junit.campaign_cases(tmp_path, {"stamp": "T", "cells": [c]})
+    assert case.properties["faults"] == "kill 2, partition 1"
+    assert case.properties["plays"] == "follower-then-leader 1"
