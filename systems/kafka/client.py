@@ -4,21 +4,31 @@ the client most Kafka users run outside the JVM.
 Keys are the partitions of one topic `log`; values are the workload's JSON
 values as UTF-8 text.
 
-Sends (Jepsen-like precision: one send, one broker answer):
-- `retries=0` and idempotence off, so librdkafka never re-sends on its own
-  and every answer the broker gives reaches the history. An idempotent
-  variant (`idempotent=True`: `enable.idempotence`, librdkafka's own retries)
-  is what most applications run; its sends are retried inside the client.
-- one producer per `acks` value (acks is a producer setting in librdkafka).
-- DefiniteError (`fail`): the broker refused the batch before appending it
-  (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, MSG_SIZE_TOO_LARGE, an
-  unknown partition, a fenced or unknown leader epoch, ...), or librdkafka
-  refused it before sending (queue full).
-- AbsentError (a DefiniteError): the broker says the topic or partition does
-  not exist (UNKNOWN_TOPIC_OR_PARTITION); after recovery that key's log is gone.
-- IndefiniteError (`info`): REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND
-  (appended, then not committed in time), a lost connection, a local message
-  timeout, anything else.
+Sends (one send per op; the answer librdkafka gives, classified by what it proves):
+- `retries=0` and idempotence off by default. That does not make one send one
+  broker answer: librdkafka re-sends a batch whose answer was
+  NOT_LEADER_OR_FOLLOWER (and other "refresh" errors) to the new leader without
+  counting a retry, taking the batch for not appended
+  (rdkafka_request.c, rd_kafka_handle_Produce_error), but a Kafka leader that
+  appended the batch and stepped down while it waited for acks=all answers
+  exactly that (Partition.checkEnoughReplicasReachOffset, `case None`). So the
+  batch may be in the log twice (a duplicate of the client's making), and the
+  error the application finally gets (e.g. the new leader's NOT_ENOUGH_REPLICAS)
+  says nothing about the first copy. Measured: campaigns/false-alarms-kafka.yaml
+  on 2026-11-27, 4 of 25 runs, the README's "Kafka's client re-sends".
+- DefiniteError (`fail`): only what librdkafka refused before sending
+  (`produce()` raised: queue full, an invalid argument, a partition it does
+  not know), and AbsentError (a DefiniteError): the broker says the topic or
+  partition does not exist (UNKNOWN_TOPIC_OR_PARTITION); after recovery that
+  key's log is gone.
+- IndefiniteError (`info`): every other delivery error, whatever the broker
+  said last (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
+  a local message timeout, ...).
+- `idempotent=True`: `enable.idempotence` (acks=all, librdkafka's own retries
+  with sequence numbers, so the broker drops the re-sent copy): what Kafka's
+  Java producer does by default since 3.0. A fatal idempotence error (e.g. an
+  out-of-order sequence after an unclean election) makes that producer unusable:
+  the send is `info` and the next send gets a new producer.
 
 Reads: one consumer per client, `assign` + seek to the caller's position
 (no group, no commits, so the position lives in the client exactly as with the
@@ -50,7 +60,8 @@ TOPIC_SETTINGS = ("min.insync.replicas", "unclean.leader.election.enable", "segm
                   "flush.messages", "flush.ms", "retention.ms", "retention.bytes", "local.retention.ms",
                   "local.retention.bytes", "remote.storage.enable", "segment.ms", "message.timestamp.type")
 
-# Broker error names whose batch was certainly not appended.
+# librdkafka's refusals before anything was sent (raised by produce()); a delivery
+# report's error is never definite (see the module docstring).
 DEFINITE = frozenset({
     "NOT_ENOUGH_REPLICAS", "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "MSG_SIZE_TOO_LARGE",
     "UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "INVALID_REQUIRED_ACKS",
@@ -92,7 +103,21 @@ def error_name(err) -> str:
 
 
 def classify(err) -> type[DefiniteError] | type[IndefiniteError]:
+    """An error raised by produce() itself: nothing was sent."""
     return DefiniteError if error_name(err) in DEFINITE else IndefiniteError
+
+
+def classify_delivery(err) -> type[DefiniteError] | type[IndefiniteError]:
+    """A delivery report's error: librdkafka may have sent the batch before (to a
+    leader that appended it), so only the topic's absence is definite."""
+    return AbsentError if error_name(err) in ABSENT else IndefiniteError
+
+
+def _fatal(err) -> bool:
+    try:
+        return bool(err.fatal())
+    except Exception:  # noqa: BLE001 - not a KafkaError
+        return False
 
 
 def partition_meta(p: dict) -> KeyMeta:
@@ -159,6 +184,15 @@ class KafkaLogClient:
             producer = Producer(conf)
             self._producers[acks] = (producer, _Poller(producer))
         return self._producers[acks][0]
+
+    def _retire_producer(self, acks: str) -> None:
+        """Forget a producer librdkafka declared unusable (fatal error); it is closed
+        on a daemon thread, since its own callbacks are running now."""
+        entry = self._producers.pop(acks, None)
+        if entry is not None:
+            producer, poller = entry
+            poller.stop.set()
+            threading.Thread(target=lambda: producer.flush(0), daemon=True).start()
 
     def _consumer_(self):
         if self._consumer is None:
@@ -235,7 +269,9 @@ class KafkaLogClient:
             if err is None:
                 future.set_result(offset)
             else:
-                future.set_exception(classify(err)(error_name(err)))
+                if _fatal(err):   # an idempotent producer's fatal error: the next send gets a new one
+                    self._retire_producer(acks)
+                future.set_exception(classify_delivery(err)(error_name(err)))
 
         def delivered(err, msg) -> None:
             offset = None if err is not None else msg.offset()
