@@ -218,24 +218,34 @@ def _current_names(doc):
     return doc
 
 
-def op_times(history: Path, wanted: set[int]) -> dict[int, int]:
-    """index -> time (ns) of the wanted ops, reading the history once and stopping when all are found."""
+def _history_ops(history: Path, must_contain: bytes | None = None):
+    """The op dicts of a history file, one line at a time (a torn or bad line is
+    skipped); with `must_contain`, only lines holding those bytes are parsed."""
     try:
         from orjson import loads
     except ImportError:  # pragma: no cover - orjson is a project dependency
         loads = json.loads
+    with open(history, "rb") as f:
+        for line in f:
+            if must_contain is not None and must_contain not in line:
+                continue
+            try:
+                op = loads(line)
+            except ValueError:
+                continue
+            if isinstance(op, dict):
+                yield op
+
+
+def op_times(history: Path, wanted: set[int]) -> dict[int, int]:
+    """index -> time (ns) of the wanted ops, reading the history once and stopping when all are found."""
     found: dict[int, int] = {}
     try:
-        with open(history, "rb") as f:
-            for line in f:
-                try:
-                    op = loads(line)
-                except ValueError:
-                    continue
-                if isinstance(op, dict) and op.get("index") in wanted and isinstance(op.get("time"), int):
-                    found[op["index"]] = op["time"]
-                    if len(found) == len(wanted):
-                        break
+        for op in _history_ops(history):
+            if op.get("index") in wanted and isinstance(op.get("time"), int):
+                found[op["index"]] = op["time"]
+                if len(found) == len(wanted):
+                    break
     except OSError:
         return {}
     return found
@@ -245,30 +255,19 @@ def faults_drawn(history: Path, starts: set[str]) -> dict:
     """What the nemesis did in a run: {"faults": {start op: count}, "plays": {targeted play: count}}.
 
     `starts` are the fault kinds' start ops (kill, pause, partition, ...), so heals
-    and the final phase are not counted. Only nemesis lines are parsed: a million-op
-    history is read once, as op_times reads it.
+    and the final phase are not counted; a targeted play counts once (its first step).
+    Only nemesis lines are parsed.
     """
-    try:
-        from orjson import loads
-    except ImportError:  # pragma: no cover - orjson is a project dependency
-        loads = json.loads
     faults: dict[str, int] = {}
     plays: dict[str, int] = {}
     try:
-        with open(history, "rb") as f:
-            for line in f:
-                if b'"nemesis"' not in line:
-                    continue
-                try:
-                    op = loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(op, dict) or op.get("process") != "nemesis" or op.get("f") not in starts:
-                    continue
-                faults[op["f"]] = faults.get(op["f"], 0) + 1
-                play = (op.get("why") or {}).get("play") if isinstance(op.get("why"), dict) else None
-                if play and (op["why"].get("step") in (None, 1)):
-                    plays[play] = plays.get(play, 0) + 1
+        for op in _history_ops(history, b'"nemesis"'):
+            if op.get("process") != "nemesis" or op.get("f") not in starts:
+                continue
+            faults[op["f"]] = faults.get(op["f"], 0) + 1
+            why = op.get("why") if isinstance(op.get("why"), dict) else {}
+            if why.get("play") and why.get("step") in (None, 1):
+                plays[why["play"]] = plays.get(why["play"], 0) + 1
     except OSError:
         return {"faults": {}, "plays": {}}
     return {"faults": faults, "plays": plays}
