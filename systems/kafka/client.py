@@ -62,13 +62,8 @@ TOPIC_SETTINGS = ("min.insync.replicas", "unclean.leader.election.enable", "segm
 
 # librdkafka's refusals before anything was sent (raised by produce()); a delivery
 # report's error is never definite (see the module docstring).
-DEFINITE = frozenset({
-    "NOT_ENOUGH_REPLICAS", "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "MSG_SIZE_TOO_LARGE",
-    "UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "INVALID_REQUIRED_ACKS",
-    "TOPIC_AUTHORIZATION_FAILED", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "RECORD_LIST_TOO_LARGE",
-    "INVALID_RECORD", "CORRUPT_MESSAGE", "KAFKA_STORAGE_ERROR", "_QUEUE_FULL", "_MSG_SIZE_TOO_LARGE",
-    "LEADER_NOT_AVAILABLE", "_INVALID_ARG",
-})
+DEFINITE = frozenset({"_QUEUE_FULL", "_MSG_SIZE_TOO_LARGE", "_INVALID_ARG", "_UNKNOWN_PARTITION",
+                      "_UNKNOWN_TOPIC"})
 
 
 # A broker's definite answer that the topic or the partition does not exist (harness.sut.AbsentError).
