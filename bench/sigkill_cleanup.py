@@ -3,7 +3,7 @@ nothing of them is left (issue 26, criterion 6). By hand, as root, not in the
 suite: about 1 min per replica run, 2 per Kafka run.
 
     .venv/bin/python bench/sigkill_cleanup.py --out /tmp/sk [--runs 20] [--seed 1]
-        [--systems replica,nats,kafka] [--subnet 10.245.40.0/24]
+        [--systems A,B] [--subnet 10.245.40.0/24]
 
 Run i draws (from --seed) a system, a fault set (power and packet among them,
 where the system has them) and a kill moment 1-20 s after its history
@@ -28,11 +28,20 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FAULTS = {
-    "replica": [["kill", "packet"], ["power", "partition"], ["power", "packet", "kill"], ["pause", "packet"]],
-    "nats": [["kill", "packet"], ["power", "pause"], ["partition", "packet"]],
-    "kafka": [["kill", "packet"], ["pause", "partition", "packet"], ["power", "kill"]],
-}
+sys.path.insert(0, str(REPO))
+# Faults a run draws from: power and packet (what leaves FUSE mounts, shapers and tc/iptables
+# state behind) where the system supports them, and one or two of the process and network faults.
+ALWAYS = ("power", "packet")
+SOME = ("kill", "pause", "partition")
+
+
+def draw_faults(rng: random.Random, system: str) -> list[str]:
+    """A fault set for the system, from the faults its capabilities support."""
+    from harness import registry
+
+    supported = set(registry.faults_for(registry.system(system)))
+    others = [f for f in SOME if f in supported]
+    return [f for f in ALWAYS if f in supported] + rng.sample(others, min(len(others), rng.randint(1, 2)))
 
 
 def leftovers(run_id: str) -> list[str]:
@@ -54,7 +63,7 @@ def leftovers(run_id: str) -> list[str]:
 
 def one(i: int, rng: random.Random, systems: list[str], out: Path, subnet: str) -> dict:
     system = rng.choice(systems)
-    faults = rng.choice(FAULTS[system])
+    faults = draw_faults(rng, system)
     delay = rng.uniform(1, 20)
     tmp = out / f"run{i:02d}"
     tmp.mkdir(parents=True, exist_ok=True)
@@ -103,16 +112,19 @@ def main() -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--systems", default="replica,nats,kafka")
+    ap.add_argument("--systems", default=None, help="comma list (default: every registered system)")
     ap.add_argument("--subnet", default="10.245.40.0/24")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("sigkill_cleanup: needs root (network namespaces)", file=sys.stderr)
         return 2
-    systems = [s for s in a.systems.split(",") if s]
-    unknown = [s for s in systems if s not in FAULTS]
+    from harness import registry
+
+    known = registry.names(registry.SYSTEMS)
+    systems = [s for s in (a.systems or ",".join(known)).split(",") if s]
+    unknown = [s for s in systems if s not in known]
     if unknown:
-        print(f"sigkill_cleanup: unknown system {unknown[0]!r}; use {', '.join(FAULTS)}", file=sys.stderr)
+        print(f"sigkill_cleanup: unknown system {unknown[0]!r}; use {', '.join(known)}", file=sys.stderr)
         return 2
     rng = random.Random(a.seed)
     rows = []

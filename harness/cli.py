@@ -160,6 +160,27 @@ def _default_system() -> str:
     return DEFAULT_SYSTEM
 
 
+def _comparison(system: str | None):
+    """The `--compare` command of the system that offers one (System.compare); --sut picks
+    among several. Exit 2 with one line when none (or the named one has none)."""
+    from harness import registry
+
+    try:
+        offering = {n: s.compare for n, s in registry.load_all(registry.SYSTEMS).items() if s.compare}
+    except registry.RegistryError as e:
+        fail(str(e))
+    if system is not None:
+        offering = {n: c for n, c in offering.items() if n == system}
+    if len(offering) > 1:
+        fail(f"--compare: {len(offering)} systems offer a comparison ({', '.join(sorted(offering))}); "
+             f"pick one with --sut")
+    if not offering:
+        what = f"system {system!r} offers none" if system else "no registered system offers one"
+        fail(f"--compare: {what} (no comparison; a system offers one with System.compare, docs/extending.md)")
+    module, _, function = next(iter(offering.values())).partition(":")
+    return _entry(module, function)
+
+
 def _roles(system: str | None) -> dict:
     """The role hosts a system adds to n1..nN ({} when the name is unknown: the spec says so)."""
     from harness import registry
@@ -212,9 +233,8 @@ def run(
     try:
         settings = parse_settings(set_) if set_ else None
         options = {**({"storage": storage} if storage else {}), **parse_options(option)}
-        if hosts and nodes is None:  # the system's role hosts (the replica's controller) come first
+        if hosts and nodes is None:  # the system's role hosts (e.g. a controller) come first
             nodes = len(hosts.split(",")) - len(_roles(system))
-        options = {**({"storage": storage} if storage else {}), **parse_settings(option, "--option")}
         spec = build_spec(str(spec_file) if spec_file else None, system=system, variant=variant, nemesis=nemesis,
                           system_options=options or None,
                           nemesis_interval=nemesis_interval, nemesis_mode=nemesis_mode, time_limit=time_limit, seed=seed, nodes=nodes,
@@ -480,16 +500,17 @@ def scenario(
     known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
     json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
-    option: List[str] = typer.Option([], "--option", help="system option key=value over the scenario's, repeatable "
-                                     "(nats: version=debian|X.Y.Z, sync_interval=always)"),
+    option: List[str] = typer.Option([], "--option", help="system option key=value over the scenario's (the "
+                                     "system's own names), repeatable"),
     compare: bool = typer.Option(False, "--compare",
-                                 help="NAME (or all) on the replica's eras and the Kafka release of each, side by side"),
+                                 help="NAME (or all) on the default system's model and on the system that offers "
+                                      "the comparison (--sut picks one), side by side"),
     runs: int = typer.Option(1, "--runs", help="--compare: runs per era and release"),
     from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
     if compare:
-        compare_command = _entry("systems.kafka.compare", "compare_command")
+        compare_command = _comparison(system)
         raise typer.Exit(compare_command(name, store_root, runs=runs, from_store=from_store, subnet=subnet,
                                          backend=backend))
     run_command = _entry("nemesis.scenarios.cli", "run_command")

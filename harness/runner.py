@@ -118,8 +118,8 @@ def preflight(spec: TestSpec, program: Program) -> None:
             kind = registry.fault(fault)
             system.require_fault(kind)
             if REMOTE_TIER in kind.needs and not (system.tiered and system.tiered(spec.settings, spec.options())):
-                from nemesis.remote_store import NO_STORE
-                raise RunError(f"fault {fault}: {NO_STORE}")
+                from nemesis.remote_store import no_store
+                raise RunError(f"fault {fault}: {no_store(system)}")
             if kind.preflight is not None:
                 kind.preflight(spec.backend, system)
         if system.check_settings is not None:

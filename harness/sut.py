@@ -313,9 +313,14 @@ class System:
     # Whether a run with these settings and options has a remote tier (DB.remote_tier), so that a
     # REMOTE_TIER fault is refused before any host exists; None: the system has none.
     tiered: Callable[[dict, SystemOptions], bool] | None = None
+    tiered_how: str = ""                              # how a run turns its remote tier on (for that refusal)
     # Replication events (leader / follower / truncate / elect / recover dicts) from a store's nodes/ folder,
     # for the report's stories of lost writes; None: the report reads the replica's own log format.
     node_events: Callable[[Path], list[dict]] | None = None
+    # "module:function" of `harness scenario NAME --compare`: the system's runs of a scenario
+    # beside the default system's model of them (function(name, store_root, runs=, from_store=,
+    # subnet=, backend=) -> exit code); None: the system has no comparison.
+    compare: str | None = None
     # Deprecated, kept so adapters written before it was removed still construct: a
     # system supports a fault when the fault's `needs` are among its capabilities
     # (`supports`). If given, harness.registry checks it against them.

@@ -31,8 +31,12 @@ from harness.sut import REMOTE_TIER, Unsupported
 from nemesis.fault import FaultArgError, FaultKind, Target, parse_model
 
 MODES = ("lose", "unavailable", "slow")
-NO_STORE = ("the run has no remote store: turn tiered storage on (replica: --set remote.storage.enable=true; "
-            "kafka: --option tiered=true)")
+
+
+def no_store(system) -> str:
+    """Why a remote-store fault cannot run, with the system's own way to turn tiered storage on."""
+    how = f": {system.tiered_how}" if getattr(system, "tiered_how", "") else ""
+    return f"the run has no remote store: turn {system.name}'s tiered storage on{how}"
 
 
 class RemoteStoreArgs(BaseModel):
@@ -84,7 +88,7 @@ class RemoteStore:
         db.system.require(REMOTE_TIER, "fault remote-store")
         self.tier = getattr(db, "remote_tier", None)
         if self.tier is None:
-            raise Unsupported(db.system.name, "fault remote-store", "the nemesis", NO_STORE)
+            raise Unsupported(db.system.name, "fault remote-store", "the nemesis", no_store(db.system))
         self.log = env.log
         self.unavailable = False   # what the stop has to undo
         self.slow = False

@@ -14,7 +14,7 @@ Sends (one send per op; the answer librdkafka gives, classified by what it prove
   exactly that (Partition.checkEnoughReplicasReachOffset, `case None`). So the
   batch may be in the log twice (a duplicate of the client's making), and the
   error the application finally gets (e.g. the new leader's NOT_ENOUGH_REPLICAS)
-  says nothing about the first copy. Measured: campaigns/false-alarms-kafka.yaml
+  says nothing about the first copy. Measured: systems/kafka/campaigns/false-alarms-kafka.yaml
   on 2026-11-27, 4 of 25 runs, the README's "Kafka's client re-sends".
 - DefiniteError (`fail`): only what librdkafka refused before sending
   (`produce()` raised: queue full, an invalid argument, a partition it does

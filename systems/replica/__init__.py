@@ -70,6 +70,7 @@ SYSTEM = System(
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,
     tiered=lambda settings, options: tiered(settings),
+    tiered_how="--set remote.storage.enable=true",
     fault_roles=("store",),
     code=("replica",),
     check_settings=check_settings,
