@@ -4,6 +4,7 @@ In CI (CI=true) a skipped test is a failure: every test there has what it
 needs installed by scripts/setup.sh, so a skip means a missing install step
 that would otherwise hide behind a green run.
 """
+import json
 import os
 import subprocess
 import sys
@@ -27,9 +28,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def hw_data_loss_runs(tmp_path_factory):
-    """Real `harness scenario hw-data-loss` runs on the netns backend, once per
+    """Real `harness scenario hw-data-loss --json` runs on the netns backend, once per
     session, in eras hw and epoch: {era: (completed process, store dir)}.
-    Shared by the scenario tests and the report tests (real stores)."""
+    Shared by the scenario tests and the report tests (real stores); stdout is the
+    one JSON document of `--json` (tests/scenarios/test_scenario_e2e.py reads it)."""
     if os.geteuid() != 0:
         pytest.skip("needs root for network namespaces")
     runs = {}
@@ -38,10 +40,13 @@ def hw_data_loss_runs(tmp_path_factory):
         env = dict(os.environ, PYTHONPATH=str(REPO), CI="true", HARNESS_RUN_DIR=str(tmp / "runs"),
                    HARNESS_WORK_ROOT=str(tmp / "work"))
         out = subprocess.run([sys.executable, "-m", "harness", "scenario", "hw-data-loss", "--era", era,
-                              "--store", str(tmp / "store"), "--subnet", subnet],
+                              "--store", str(tmp / "store"), "--subnet", subnet, "--json"],
                              capture_output=True, text=True, cwd=tmp, env=env, timeout=200)
-        lines = out.stdout.strip().splitlines()
-        runs[era] = (out, Path(lines[-1]) if lines else None)
+        try:
+            store = json.loads(out.stdout).get("store")
+        except ValueError:
+            store = None
+        runs[era] = (out, Path(store) if store else None)
     return runs
 
 

@@ -1,4 +1,4 @@
-"""campaigns/smoke.yaml end to end on the netns backend: exit 0, its page in
+"""campaigns/smoke.yaml end to end on the netns backend: exit 0 (and its `--json`), its page in
 a headless Chromium (no console error, every run's report linked), the JUnit
 XML of every run, scenario and the campaign valid against the schema, and
 `harness serve` on the store root."""
@@ -30,7 +30,7 @@ def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("smoke")
     out = subprocess.run(campaign_argv(REPO / "campaigns" / "smoke.yaml", tmp / "store", "--junit",
                                        str(tmp / "smoke.xml"), "--subnets", "10.226.0.0/23",
-                                       "--parallel", "3"),
+                                       "--parallel", "3", "--json"),
                          capture_output=True, text=True, env=campaign_env(tmp), cwd=tmp, timeout=1100)
     folders = campaign_folders(tmp / "store", "smoke")
     return out, folders[-1], tmp
@@ -42,6 +42,12 @@ def test_smoke_exits_0(smoke):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["exit_code"] == 0 and summary["totals"]["as_expected"] == summary["totals"]["cells"]
+    # --json: stdout is one document (summary.json with the store and the exit code), the
+    # progress lines went to stderr
+    doc = json.loads(out.stdout)
+    assert Path(doc["store"]) == folder and doc["store"].startswith(str(_tmp / "store" / "campaigns"))
+    assert doc["exit_code"] == 0 and doc["valid"] is True and doc["cells"] == summary["cells"]
+    assert "cells as expected" in out.stderr
     # the known bug is found: the hw-data-loss scenario loses writes in era hw
     hw = next(c for c in summary["cells"] if c["id"] == "scenario-hw-data-loss-hw")
     assert hw["runs"][0]["verdict"] == "invalid" and "lost-write" in hw["runs"][0]["anomalies"]

@@ -21,9 +21,9 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     out = run_harness(tmp, "run", "--era", "epoch", "--nemesis", "kill,pause,partition",
                       "--nemesis-interval", "3", "--time-limit", "15", "--seed", "5",
-                      "--subnet", "10.212.1.0/24", "--store", tmp / "store", "--rate", "60")
-    store = Path(out.stdout.strip().splitlines()[-1])
-    return tmp, out, store
+                      "--subnet", "10.212.1.0/24", "--store", tmp / "store", "--rate", "60", "--json")
+    doc = json.loads(out.stdout)   # `--json`: results.json with the store and the exit code, one document
+    return tmp, out, Path(doc["store"])
 
 
 def test_store_has_everything(run):
@@ -50,6 +50,8 @@ def test_exit_code_is_the_verdict(run):
     results = json.loads((store / "results.json").read_text())
     expected = {True: 0, False: 1}.get(results["valid"], 2)
     assert out.returncode == expected, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    assert doc["exit_code"] == expected and doc["valid"] == results["valid"] and doc["checkers"] == results["checkers"]
     # the epoch generation must survive every fault
     assert results["valid"] is True, results
 

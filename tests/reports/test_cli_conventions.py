@@ -109,22 +109,8 @@ def test_check_json(small_store, tmp_path):
     assert out.stderr.strip()  # the human summary went to stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
-def test_run_and_scenario_json(tmp_path):
-    run = harness("run", "--time-limit", "2", "--nodes", "1", "--keys", "1", "--concurrency", "2",
-                  "--store", str(tmp_path / "store"), "--subnet", "10.223.3.0/24", "--json", cwd=tmp_path,
-                  env={"HARNESS_RUN_DIR": str(tmp_path / "runs"), "HARNESS_WORK_ROOT": str(tmp_path / "work")},
-                  timeout=180)
-    doc = json.loads(run.stdout)
-    assert Path(doc["store"]).is_dir() and (Path(doc["store"]) / "history.jsonl").is_file(), run.stderr
-    assert doc["valid"] is True and run.returncode == doc["exit_code"] == 0, run.stderr
-    sc = harness("scenario", "isr-shrink-expand", "--era", "epoch", "--store", str(tmp_path / "sc"),
-                 "--subnet", "10.223.4.0/24", "--json", cwd=tmp_path, timeout=180,
-                 env={"HARNESS_RUN_DIR": str(tmp_path / "runs"), "HARNESS_WORK_ROOT": str(tmp_path / "work")})
-    doc = json.loads(sc.stdout)
-    assert Path(doc["store"]).is_dir(), sc.stderr
-    assert doc["scenario"]["name"] == "isr-shrink-expand" and sc.returncode == doc["exit_code"]
-    assert doc["valid"] in (True, False, "unknown")
+# `harness run --json`: tests/harness/test_run_e2e.py; `harness scenario --json`:
+# tests/scenarios/test_scenario_e2e.py (their runs print the document).
 
 
 def test_campaign_counts_a_scenario_run_invalid_as_expected_as_a_pass(hw_data_loss_runs, tmp_path):
@@ -207,27 +193,4 @@ def test_latest_points_at_a_run_only_once_its_store_is_complete(tmp_path):
     assert abs(test["t0_wall"] + first["time"] / 1e9 - run_dir.stat().st_mtime) < 600
 
 
-CAMPAIGN = """name: json-t
-description: the smallest campaign, for --json
-eras: [epoch]
-nemesis: [[kill]]
-time_limit: 3
-nemesis_interval: 1
-seeds: [1]
-scenarios: [hw-data-loss]
-subnets: 10.223.9.0/24
-budget: 5m
-"""
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
-def test_campaign_run_json(tmp_path):
-    (tmp_path / "c.yaml").write_text(CAMPAIGN)
-    out = harness("campaign", "run", "c.yaml", "--store", str(tmp_path / "store"), "--engine", "local", "--json",
-                  cwd=tmp_path, timeout=400,
-                  env={"HARNESS_RUN_DIR": str(tmp_path / "runs"), "HARNESS_WORK_ROOT": str(tmp_path / "work")})
-    doc = json.loads(out.stdout)  # one document; the progress lines went to stderr
-    assert Path(doc["store"]).parent.parent == tmp_path / "store" / "campaigns", doc["store"]
-    assert (Path(doc["store"]) / "summary.json").is_file()
-    assert doc["exit_code"] == out.returncode == 0 and doc["valid"] is True, out.stderr
-    assert len(doc["cells"]) == 2 and "cells as expected" in out.stderr
+# `harness campaign run --json`: tests/campaign/test_smoke_campaign.py (the smoke campaign runs with it)

@@ -46,6 +46,8 @@ def run_dir(out: subprocess.CompletedProcess) -> Path:
 def test_hw_data_loss(hw_data_loss_runs, era, code):
     out, store = hw_data_loss_runs[era]
     assert out.returncode == code, out.stderr[-3000:]
+    doc = json.loads(out.stdout)   # `--json`: results.json with the store, one document
+    assert doc["store"] == str(store) and doc["exit_code"] == code and doc["scenario"]["name"] == "hw-data-loss"
     for name in ("test.json", "history.jsonl", "samples.jsonl", "results.json", "scenario.json"):
         assert (store / name).is_file(), name
     assert (store / "nodes" / "n1" / "dump.json").is_file() and (store / "nodes" / "n2" / "broker.log").is_file()
