@@ -484,7 +484,7 @@ def serve(
 @app.command()
 def scenario(
     name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
-    era: Optional[str] = typer.Option(None, "--variant", "--era",
+    variant: Optional[str] = typer.Option(None, "--variant", "--era",
                                       help="the system's variant (`--list` shows each scenario's)"),
     system: Optional[str] = typer.Option(None, "--sut", "--system",
                                          help="only this system's scenarios (--list); the script must be for it"),
@@ -505,7 +505,7 @@ def scenario(
     compare: bool = typer.Option(False, "--compare",
                                  help="NAME (or all) on the default system's model and on the system that offers "
                                       "the comparison (--sut picks one), side by side"),
-    runs: int = typer.Option(1, "--runs", help="--compare: runs per era and release"),
+    runs: int = typer.Option(1, "--runs", help="--compare: runs per variant and release"),
     from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
     """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
@@ -515,7 +515,7 @@ def scenario(
                                          backend=backend))
     run_command = _entry("nemesis.scenarios.cli", "run_command")
     with stdout_to_stderr(json_out) as lines:  # the store path is the last line printed
-        code = run_command(name, str(file) if file else None, era, list_=list_, backend=backend, system=system,
+        code = run_command(name, str(file) if file else None, variant, list_=list_, backend=backend, system=system,
                            expect=expect, store_root=store_root, subnet=subnet,
                            backend_options=ssh_options(hosts, ssh_user, ssh_key, known_hosts),
                            junit=str(junit) if junit else None, options=option)

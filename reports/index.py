@@ -26,7 +26,7 @@ RUN_FILES = (TEST, HISTORY, RESULTS)
 @dataclass
 class RunRow:
     test: str
-    era: str
+    variant: str
     nemesis: str
     time: str
     verdict: str
@@ -75,7 +75,7 @@ def run_row(root: Path, run: Path, build_missing: bool) -> RunRow:
     expected = sc.get("as_expected") if isinstance(sc, dict) else None
     took = duration_s(run / "history.jsonl")
     seed = store.test.get("seed")
-    return RunRow(summary["name"], summary["era"], summary["nemesis"], summary["start"],
+    return RunRow(summary["name"], summary["variant"], summary["nemesis"], summary["start"],
                   _verdict(store.results), sorted(counts.items()), sum(counts.values()),
                   str(ops) if ops is not None else "",
                   os.path.relpath(report, root) if report.exists() else None,
@@ -96,7 +96,7 @@ def build_index(store_root: str | Path, build_missing: bool = False) -> str:
     context = {
         "root": str(root),
         "rows": rows,
-        "eras": sorted({r.era for r in rows}),
+        "variants": sorted({r.variant for r in rows}),
         "verdicts": sorted({r.verdict for r in rows}),
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }

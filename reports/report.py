@@ -71,14 +71,22 @@ def scenario_keys(scenario) -> set[int]:
     return keys
 
 
-def _system_option(test: dict, name: str) -> Any:
-    """An option of the system under test (the replica's era lives in ``system_options``)."""
+def _variant_option(test: dict) -> Any:
+    """The run's variant as its system's variant option (stores written before test.json kept
+    `variant`); None when the system is unknown here."""
+    from harness import registry
+
     options = test.get("system_options")
-    return options.get(name) if isinstance(options, dict) else None
+    try:
+        name = registry.system(test.get("system")).variant_option
+    except registry.RegistryError:
+        return None
+    return options.get(name) if isinstance(options, dict) and name else None
 
 
 def test_summary(test: dict, store_dir: Path, scenario: str | None = None) -> dict[str, str]:
-    """Name, era and nemesis of a run, read tolerantly from test.json and the path."""
+    """Name, variant and nemesis of a run, read tolerantly from test.json and the path
+    (older stores: `era`, or only the system's variant option)."""
     def pick(*names: str) -> Any:
         for n in names:
             if test.get(n) not in (None, ""):
@@ -93,7 +101,7 @@ def test_summary(test: dict, store_dir: Path, scenario: str | None = None) -> di
     if not nemesis and scenario:
         nemesis = f"scenario {scenario}"
     return {"name": str(pick("name", "test", "scenario") or store_dir.parent.name),
-            "era": str(pick("era", "variant", "generation") or _system_option(test, "era") or "?"),
+            "variant": str(pick("variant", "era", "generation") or _variant_option(test) or "?"),
             "nemesis": str(nemesis or "none"),
             "start": str(pick("start_time", "start") or store_dir.name)}
 

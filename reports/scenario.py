@@ -1,7 +1,7 @@
 """The scenario part of results.json, for runs driven by the scenario library.
 
 A scenario run's verdict is the scenario's: what its configuration forbids was or
-was not found, and the expected outcome per era was or was not met.  Its result
+was not found, and the expected outcome per variant was or was not met.  Its result
 also carries the acknowledged writes its final reads did not return, divergent offsets per replica, truncation points and ISR
 changes; each list of records becomes a table whose op columns link to the ops.
 """
@@ -25,7 +25,7 @@ TABLES = {
     "isr_changes": "ISR changes",
 }
 OP_COLUMNS = {"op", "ops", "invoke", "complete"}
-SHOWN = {"name", "era", "source", "expected", "as_expected", "verdict", "reasons", "error",
+SHOWN = {"name", "variant", "era", "source", "expected", "as_expected", "verdict", "reasons", "error",
          "truncation_check", "allowed_anomalies", "forbidden_found", "allowed_found", *TABLES}
 MAX_ROWS = 100
 TIME_COLUMN = "t (s)"
@@ -43,7 +43,7 @@ class Table:
 @dataclass
 class Scenario:
     name: str
-    era: str
+    variant: str
     source: str
     description: str
     expected: str
@@ -113,7 +113,7 @@ def read_scenario(results: dict | None, store_dir: Path, clock: RunClock) -> Sce
     check = sc.get("truncation_check")
     drops = [d for d in sc.get("leo_drops") or [] if isinstance(d, dict)]
     return Scenario(
-        name=str(sc.get("name") or ""), era=str(sc.get("era") or ""), source=str(sc.get("source") or ""),
+        name=str(sc.get("name") or ""), variant=str(sc.get("variant") or sc.get("era") or ""), source=str(sc.get("source") or ""),
         description=description, expected=_expected_text(sc.get("expected")),
         as_expected=sc.get("as_expected") if isinstance(sc.get("as_expected"), bool) else None,
         reasons=[str(r) for r in sc.get("reasons") or []] if isinstance(sc.get("reasons"), list) else [],
@@ -156,7 +156,7 @@ def scenario_verdict(results: dict, sc: Scenario) -> tuple[str, str]:
     """(css class, sentence) for a scenario run."""
     raw = results.get("scenario") or {}
     valid = results.get("valid")
-    where = f"scenario {sc.name} in era {sc.era or '?'}"
+    where = f"scenario {sc.name} in variant {sc.variant or '?'}"
     expectation = ""
     if sc.as_expected is True:
         expectation = f" As expected ({sc.expected})." if sc.expected else " As expected."

@@ -73,19 +73,19 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
         raise CampaignError("the netns backend needs root (network namespaces, veths, iptables): run as root")
     from harness.spec import SpecError, build_spec
     pairs = [(s, v) for s in campaign.systems for v in system_variants(campaign, registry.system(s))]
-    for system_name, era in pairs:  # every variant with the file's options and settings makes a valid run spec
+    for system_name, variant in pairs:  # every variant with the file's options and settings makes a valid run spec
         try:
-            spec = build_spec(None, system=system_name, variant=era, **campaign.options)
+            spec = build_spec(None, system=system_name, variant=variant, **campaign.options)
             system = spec.system_def()
             if system.check_settings is not None:  # the system's own setting names and types
                 system.check_settings({**campaign.settings}, spec.options())
         except (SpecError, ValueError) as e:
             raise CampaignError(f"campaign file {file}: field 'options'/'settings' with system {system_name} "
-                                f"variant {era}: {e}") from None
+                                f"variant {variant}: {e}") from None
     for faults in campaign.nemesis:
         try:   # with the first system and variant: system_options are that system's own
-            system_name, era = pairs[0] if pairs else (None, None)
-            build_spec(None, nemesis=faults, **({"system": system_name, "variant": era} if system_name else {}),
+            system_name, variant = pairs[0] if pairs else (None, None)
+            build_spec(None, nemesis=faults, **({"system": system_name, "variant": variant} if system_name else {}),
                        **campaign.options)
         except SpecError as e:
             raise CampaignError(f"campaign file {file}: field 'nemesis' {faults}: `harness run` refuses it ({e})") from None

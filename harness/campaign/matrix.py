@@ -87,20 +87,20 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
     for system in campaign.systems:
         variants = system_variants(campaign, registry.system(system))
         for workload in campaign.workloads:
-            for era in variants:
+            for variant in variants:
                 for nemesis in campaign.nemesis:
                     for backend in campaign.backends:
-                        cid = cell_id(system, workload if workload != "log" else None, era,
+                        cid = cell_id(system, workload if workload != "log" else None, variant,
                                       "+".join(nemesis) or "none", backend if backend != "netns" else None)
-                        cells.append(_cell(campaign, cid, "run", system, era, nemesis, workload, None, backend))
+                        cells.append(_cell(campaign, cid, "run", system, variant, nemesis, workload, None, backend))
     for scenario in campaign.scenarios:
         system, own = _scenario_system(scenario)
         own = [v for v in own if v in campaign.variants] or own  # the campaign's, where it names some
-        for era in own or [v for v in system_variants(campaign, registry.system(system)) if v is not None]:
+        for variant in own or [v for v in system_variants(campaign, registry.system(system)) if v is not None]:
             for backend in campaign.backends:
-                cid = cell_id("scenario", scenario, era, backend if backend != "netns" else None)
-                cell = _cell(campaign, cid, "scenario", system, era, [], None, scenario, backend)
-                if cell.expect != "any" or matching_rule(campaign, cell.axes()) is not None:  # an era the library does not assert, no rule: left out
+                cid = cell_id("scenario", scenario, variant, backend if backend != "netns" else None)
+                cell = _cell(campaign, cid, "scenario", system, variant, [], None, scenario, backend)
+                if cell.expect != "any" or matching_rule(campaign, cell.axes()) is not None:  # a variant the library does not assert, no rule: left out
                     cells.append(cell)
     for cell in cells:
         for i in range(count):
@@ -133,21 +133,21 @@ def _scenario_system(name: str) -> tuple[str, list[str]]:
     return scenario.system, list(scenario.variants)
 
 
-def _cell(campaign, cid, kind, system, era, nemesis, workload, scenario, backend) -> Cell:
-    axes = {"system": system, "variant": era, "nemesis": nemesis, "workload": workload, "scenario": scenario,
+def _cell(campaign, cid, kind, system, variant, nemesis, workload, scenario, backend) -> Cell:
+    axes = {"system": system, "variant": variant, "nemesis": nemesis, "workload": workload, "scenario": scenario,
             "backend": backend}
     rule = matching_rule(campaign, axes)
     verdict, why = (rule.verdict, rule.why) if rule else ("scenario" if kind == "scenario" else "valid", "")
     if verdict == "scenario":
-        verdict, why = _scenario_expectation(scenario, era)
-    return Cell(cid, kind, system, era, list(nemesis), workload, scenario, backend, verdict, why,
+        verdict, why = _scenario_expectation(scenario, variant)
+    return Cell(cid, kind, system, variant, list(nemesis), workload, scenario, backend, verdict, why,
                 checkers=list(rule.checkers) if rule and rule.checkers else None)
 
 
-def _scenario_expectation(name: str, era: str) -> tuple[str, str]:
+def _scenario_expectation(name: str, variant: str) -> tuple[str, str]:
     """("scenario", what the library declares) for an asserted variant, else ("any", "")."""
     from nemesis.scenarios.script import load_scenario
-    declared = load_scenario(name).expect.get(era)
+    declared = load_scenario(name).expect.get(variant)
     if declared is None:
         return "any", ""
     if declared.valid is True:

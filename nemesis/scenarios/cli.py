@@ -2,7 +2,7 @@
 
 Exit codes: the verdict's (0 valid, 1 invalid, 2 unknown or error); with
 `expect=True`, 0 when the observed verdict is the one the scenario declares
-for the era (and 1 otherwise, 2 on errors), for CI.
+for the variant (and 1 otherwise, 2 on errors), for CI.
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def describe_library(system: str | None = None) -> str:
             continue
         if system is not None and s.system != system:
             continue
-        exp = ", ".join(f"{era}={_short(s.expect[era])}" if era in s.expect else f"{era}=not asserted"
-                        for era in s.variant_names())
+        exp = ", ".join(f"{variant}={_short(s.expect[variant])}" if variant in s.expect else f"{variant}=not asserted"
+                        for variant in s.variant_names())
         first = s.description.strip().splitlines()[0] if s.description.strip() else ""
         lines.append(f"{name:<20} {exp}\n{'':<20} {first}")
     return "\n".join(lines)
@@ -41,7 +41,7 @@ def _short(e) -> str:
     return "unknown"
 
 
-def run_command(name: str | None, file: str | None, era: str | None, list_: bool = False,
+def run_command(name: str | None, file: str | None, variant: str | None, list_: bool = False,
                 backend: str = "netns", expect: bool = False, store_root: str = "store",
                 subnet: str | None = None, check: bool = True, backend_options: dict | None = None,
                 junit: str | None = None, system: str | None = None, options: list[str] | None = None) -> int:
@@ -59,21 +59,21 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
                     f"see `harness scenario --list --sut {system}`")
     variants = scenario.variant_names()
     flag = "--variant"
-    if era is None and variants:
+    if variant is None and variants:
         return _err(f"give the {scenario.system_def().variant_option or 'variant'}: {flag} {' | '.join(variants)}")
-    if era is not None and era not in variants:
-        return _err(f"{flag} {era!r}: use one of {', '.join(variants) or '(none: leave it out)'}")
-    if expect and era not in scenario.expect:
-        return _err(f"{scenario.name} declares no verdict for variant {era}; run without --expect")
+    if variant is not None and variant not in variants:
+        return _err(f"{flag} {variant!r}: use one of {', '.join(variants) or '(none: leave it out)'}")
+    if expect and variant not in scenario.expect:
+        return _err(f"{scenario.name} declares no verdict for variant {variant}; run without --expect")
     from harness.runner import Run, RunError
     from harness.spec import SpecError
     from nemesis.scenarios.program import ScenarioProgram, scenario_spec
 
     try:
         from harness.spec import parse_options
-        spec = scenario_spec(scenario, era, backend=backend, store_root=store_root, subnet=subnet, check=check,
+        spec = scenario_spec(scenario, variant, backend=backend, store_root=store_root, subnet=subnet, check=check,
                              backend_options=backend_options, options=parse_options(options or []))
-        run = Run(spec, ScenarioProgram(scenario, era))
+        run = Run(spec, ScenarioProgram(scenario, variant))
         code = run.execute()
     except (SpecError, RunError, ValueError) as e:
         return _err(str(e).splitlines()[0])
@@ -81,7 +81,7 @@ def run_command(name: str | None, file: str | None, era: str | None, list_: bool
         print(str(run.store))
     if junit:
         from harness import junit as junit_xml
-        junit_xml.write(junit, "harness scenario", [junit_xml.run_case(run.store, f"{scenario.name}/{era}")])
+        junit_xml.write(junit, "harness scenario", [junit_xml.run_case(run.store, f"{scenario.name}/{variant}")])
     if run.step_error:
         return _err(run.step_error)
     if run.results is None:

@@ -3,9 +3,9 @@ of the test suite: minutes of real clusters).
 
     harness repeat --runs 10 [--only hw-data-loss] [--store DIR]   (or python -m nemesis.scenarios.repeat)
 
-Each run is `harness scenario NAME --era ERA --expect` in a subprocess; the
+Each run is `harness scenario NAME --variant V --expect` in a subprocess; the
 summary gives, per cell, how many runs gave the declared verdict and the
-median wall time of a run, and per scenario the median over its eras. A JSON
+median wall time of a run, and per scenario the median over its variants. A JSON
 summary goes to <store>/repeat-summary.json.
 """
 from __future__ import annotations
@@ -31,13 +31,13 @@ def cells(only: list[str] | None) -> list[tuple[str, str]]:
         if only and name not in only:
             continue
         s = load_scenario(name)
-        out += [(name, era) for era in s.variant_names() if era in s.expect]
+        out += [(name, variant) for variant in s.variant_names() if variant in s.expect]
     return out
 
 
-def run_once(name: str, era: str, store: str, subnet: str) -> dict:
+def run_once(name: str, variant: str, store: str, subnet: str) -> dict:
     t = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "harness", "scenario", name, "--era", era, "--expect",
+    proc = subprocess.run([sys.executable, "-m", "harness", "scenario", name, "--variant", variant, "--expect",
                            "--store", store, "--subnet", subnet],
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO), CI="true"))
     wall = time.monotonic() - t
@@ -47,7 +47,7 @@ def run_once(name: str, era: str, store: str, subnet: str) -> dict:
     if run_dir:
         sc = (read_results(run_dir) or {}).get("scenario", {})
     err = [l for l in proc.stderr.splitlines() if "error" in l]
-    return {"scenario": name, "era": era, "rc": proc.returncode, "wall_s": round(wall, 1), "store": run_dir,
+    return {"scenario": name, "variant": variant, "rc": proc.returncode, "wall_s": round(wall, 1), "store": run_dir,
             "verdict": sc.get("verdict"), "as_expected": sc.get("as_expected"),
             "measurements": {m["name"]: m["ms"] for m in sc.get("measurements", [])},
             "truncations_match": (sc.get("truncation_check") or {}).get("match"),
@@ -62,22 +62,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--subnet", default="10.214.3.0/24")
     a = ap.parse_args(argv)
     results = []
-    for name, era in cells(a.only):
+    for name, variant in cells(a.only):
         for i in range(a.runs):
-            r = run_once(name, era, a.store, a.subnet)
+            r = run_once(name, variant, a.store, a.subnet)
             results.append(r)
-            print(f"{name:<18} {era:<7} run {i + 1:>2}: rc={r['rc']} {'ok ' if r['rc'] == 0 else 'BAD'} "
+            print(f"{name:<18} {variant:<7} run {i + 1:>2}: rc={r['rc']} {'ok ' if r['rc'] == 0 else 'BAD'} "
                   f"{r['wall_s']:5.1f}s verdict={r['verdict']} {r['measurements'] or ''} {r['error'] or ''}",
                   flush=True)
     summary = {}
-    print("\nscenario           era     as expected  median s")
-    for name, era in cells(a.only):
-        rs = [r for r in results if (r["scenario"], r["era"]) == (name, era)]
+    print("\nscenario           variant     as expected  median s")
+    for name, variant in cells(a.only):
+        rs = [r for r in results if (r["scenario"], r["variant"]) == (name, variant)]
         ok = sum(r["rc"] == 0 for r in rs)
         med = statistics.median(r["wall_s"] for r in rs)
-        summary[f"{name}/{era}"] = {"as_expected": ok, "runs": len(rs), "median_s": med,
+        summary[f"{name}/{variant}"] = {"as_expected": ok, "runs": len(rs), "median_s": med,
                                     "max_s": max(r["wall_s"] for r in rs)}
-        print(f"{name:<18} {era:<7} {ok:>2}/{len(rs):<2}        {med:6.1f}")
+        print(f"{name:<18} {variant:<7} {ok:>2}/{len(rs):<2}        {med:6.1f}")
     for name in sorted({n for n, _ in cells(a.only)}):
         rs = [r for r in results if r["scenario"] == name]
         summary[name] = {"median_s": statistics.median(r["wall_s"] for r in rs)}

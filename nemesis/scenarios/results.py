@@ -165,7 +165,7 @@ def findings(store: Path, scenario: Scenario, variant: str, record: dict) -> dic
         trunc = truncation_check(scenario.truncations[variant], truncations, record.get("aliases", {}))
     exp = scenario.expect.get(variant)
     return {
-        "name": scenario.name, "system": scenario.system, "era": variant, "source": scenario.source,
+        "name": scenario.name, "system": scenario.system, "variant": variant, "source": scenario.source,
         "expected": None if exp is None else exp.model_dump(),
         "allowed_anomalies": scenario.allowed(variant),
         "unread_acknowledged": unread_acknowledged(ops, record.get("writes", [])),

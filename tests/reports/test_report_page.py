@@ -175,7 +175,7 @@ def test_scenario_run_states_its_expectation(tmp_path):
     html = Path(reports.build_report(store)).read_text()
     page = Page(html)
     sentence = re.search(r'<div id="verdict"[^>]*>(.*?)</div>', html).group(1)
-    assert sentence == ("Invalid: scenario hw-data-loss in era hw: 2 acknowledged writes lost. "
+    assert sentence == ("Invalid: scenario hw-data-loss in variant hw: 2 acknowledged writes lost. "
                         "As expected (invalid with lost-write).")
     assert "scenario" in page.ids() and "The follower truncates." in page.text
     assert "match the expected ones" in page.text
