@@ -62,6 +62,25 @@ def tiers_of(item) -> set[str]:
     return {m.name for m in item.iter_markers() if m.name in TIERS}
 
 
+# The two streams of scripts/test.sh (`--stream`): the modules whose every test is
+# in-process (tiers unit and spark) run beside the cluster modules (the rest: root,
+# docker, browser), at a lower CPU priority, so they take the CPU that the cluster
+# tests leave idle while they wait on faults. A module goes whole to one stream, so its
+# module fixtures run once. Without `--stream`, every test runs, one after another.
+IN_PROCESS_TIERS = {"unit", "spark"}
+STREAMS = ("in-process", "cluster")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--stream", choices=STREAMS, default=None,
+                     help="only the in-process modules (unit and Spark tiers) or only the rest (scripts/test.sh "
+                          "runs both at once)")
+
+
+def stream_of(module_tiers: set[str]) -> str:
+    return "in-process" if module_tiers <= IN_PROCESS_TIERS else "cluster"
+
+
 def pytest_collection_modifyitems(config, items):
     wrong = [(item.nodeid, tiers_of(item)) for item in items if len(tiers_of(item)) != 1]
     if wrong:
@@ -70,6 +89,18 @@ def pytest_collection_modifyitems(config, items):
                                 f"({', '.join(sorted(found)) or 'none'}): mark the module (`pytestmark = "
                                 f"pytest.mark.<tier>`) or, in a module of several tiers, each test "
                                 f"(tiers: {', '.join(TIERS)})")
+    stream = config.getoption("--stream", default=None)
+    if stream is None:
+        return
+    module_tiers: dict[str, set[str]] = {}
+    for item in items:
+        module_tiers.setdefault(item.nodeid.split("::")[0], set()).update(tiers_of(item))
+    keep = [item for item in items if stream_of(module_tiers[item.nodeid.split("::")[0]]) == stream]
+    kept = set(keep)
+    dropped = [item for item in items if item not in kept]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
 
 
 def pytest_sessionfinish(session, exitstatus):

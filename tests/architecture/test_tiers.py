@@ -41,3 +41,32 @@ def test_a_declared_tier_is_what_minus_m_selects(tmp_path):
                             "@pytest.mark.spark\ndef test_b():\n    pass\n")
     assert out.returncode == 0, out.stderr
     assert "test_some.py::test_a" in out.stdout and "test_b" not in out.stdout
+
+
+MODULES = {
+    "test_pure.py": "pytestmark = pytest.mark.unit\n\ndef test_u():\n    pass\n",
+    "test_sparky.py": "@pytest.mark.unit\ndef test_u():\n    pass\n\n@pytest.mark.spark\ndef test_s():\n    pass\n",
+    "test_mixed.py": "@pytest.mark.unit\ndef test_u():\n    pass\n\n@pytest.mark.root\ndef test_r():\n    pass\n",
+    "test_page.py": "pytestmark = pytest.mark.browser\n\ndef test_b():\n    pass\n",
+}
+
+
+def test_the_two_streams_split_by_module_and_cover_every_test(tmp_path):
+    """scripts/test.sh's `--stream`: a module whose every test is unit or spark is in-process,
+    any other module goes whole (its unit tests too) to the cluster stream."""
+    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_addoption, "
+                                          "pytest_collection_modifyitems  # noqa: F401\n")
+    for name, body in MODULES.items():
+        (tmp_path / name).write_text("import pytest\n\n" + body)
+
+    def ids(*args: str) -> set[str]:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *args,
+                              str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                             env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert out.returncode == 0, out.stdout + out.stderr
+        return {line.strip().rsplit("/", 1)[-1] for line in out.stdout.splitlines() if "::" in line}
+
+    everything, side, cluster = ids(), ids("--stream", "in-process"), ids("--stream", "cluster")
+    assert side == {"test_pure.py::test_u", "test_sparky.py::test_u", "test_sparky.py::test_s"}
+    assert cluster == {"test_mixed.py::test_u", "test_mixed.py::test_r", "test_page.py::test_b"}
+    assert side | cluster == everything and not side & cluster
