@@ -4,7 +4,10 @@ Built from the replicas' own dumps (``nodes/<node>/dump.json``), independently o
 the checker, so a reviewer sees the logs themselves.  Where replicas disagree at an
 offset, the cells are marked divergent if copies that had committed the offset
 (below their HW) disagree, and merely differing if only uncommitted tails differ
-(truncation will repair those).  Holes are marked missing, and each replica's HW is
+(truncation will repair those). Copies disagree in their record (CRC, or value) or in
+their leader epoch, as the replica diff compares them: the record's CRC does not cover
+the epoch (Kafka's batch CRC leaves partitionLeaderEpoch out too), so an epoch-only
+difference is named apart (``Grid.epoch_only``) and shown in the cells.  Holes are marked missing, and each replica's HW is
 drawn as a line above its first uncommitted offset.  Long logs are cut to windows
 around what is interesting, with the identical stretches elided.
 """
@@ -44,6 +47,7 @@ class Grid:
     divergent: list[int]
     missing: int
     differing: list[int] = field(default_factory=list)  # differences above some HW only
+    epoch_only: list[int] = field(default_factory=list)  # divergent offsets whose copies agree but on the epoch
 
     @property
     def anchor(self) -> str:
@@ -80,7 +84,15 @@ def replica_logs(dumps: dict[str, dict]) -> dict[int, dict[str, dict]]:
 
 
 def _same(a: tuple, b: tuple) -> bool:
-    """Two records agree when their CRCs (or, lacking them, their values) are equal."""
+    """Two records agree when their leader epochs (where both have one) and their CRCs
+    (or, lacking them, their values) are equal."""
+    if a[0] is not None and b[0] is not None and a[0] != b[0]:
+        return False
+    return _same_record(a, b)
+
+
+def _same_record(a: tuple, b: tuple) -> bool:
+    """The records themselves agree: their CRCs (or, lacking them, their values) are equal."""
     if a[1] is not None and b[1] is not None:
         return a[1] == b[1] and a[2] == b[2]
     return a[2] == b[2]
@@ -122,6 +134,7 @@ def build_grid(key: int, logs: dict[str, dict], focus: set[int] = frozenset()) -
     hws = {r: logs[r]["hw"] for r in replicas}
     leos = {r: logs[r]["leo"] for r in replicas}
     offsets, divergent, differing, missing = classify(logs)
+    epoch_only = [off for off in divergent if _only_epochs_differ(off, replicas, logs)]
     interesting = set(divergent) | differing | set(focus) | {h for h in hws.values() if h is not None}
     if offsets:
         interesting |= {offsets[0], offsets[-1]}
@@ -134,10 +147,17 @@ def build_grid(key: int, logs: dict[str, dict], focus: set[int] = frozenset()) -
     for off in shown:
         if prev is not None and off > prev + 1:
             rows.append(Row(None, gap=off - prev - 1))
-        rows.append(_row(off, replicas, logs, hws, off in diverge_set, off in differing))
+        rows.append(_row(off, replicas, logs, hws, off in diverge_set, off in differing, off in epoch_only))
         rows[-1].anomaly = off in focus
         prev = off
-    return Grid(key, replicas, hws, leos, rows, divergent, len(missing), sorted(differing))
+    return Grid(key, replicas, hws, leos, rows, divergent, len(missing), sorted(differing), epoch_only)
+
+
+def _only_epochs_differ(off: int, replicas: list[str], logs: dict) -> bool:
+    """Whether the committed copies at off hold the same record and differ only in their epoch."""
+    committed = [logs[r]["records"][off] for r in replicas
+                 if off in logs[r]["records"] and logs[r]["hw"] is not None and off < logs[r]["hw"]]
+    return all(_same_record(committed[0], c) for c in committed[1:])
 
 
 def _cap(shown: list[int], divergent: list[int]) -> list[int]:
@@ -151,7 +171,8 @@ def _cap(shown: list[int], divergent: list[int]) -> list[int]:
     return sorted(keep)
 
 
-def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool, differing: bool) -> Row:
+def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool, differing: bool,
+         epoch_only: bool = False) -> Row:
     row = Row(off, divergent=divergent)
     for r in replicas:
         rec = logs[r]["records"].get(off)
@@ -163,7 +184,8 @@ def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool, 
             continue
         epoch, crc, value = rec
         text = value if isinstance(value, str) else repr(value)
-        row.cells.append(Cell(text[:40] + ("..." if len(text) > 40 else ""),
+        shown = text[:40] + ("..." if len(text) > 40 else "") + (f" (epoch {epoch})" if epoch_only else "")
+        row.cells.append(Cell(shown,
                               f"{r} @ {off}: epoch {epoch}, crc {crc}, value {text[:500]}",
                               (("divergent" if divergent else "differs" if differing else "") + hw_mark).strip()))
     return row

@@ -152,3 +152,17 @@ def test_partition_labels_say_who_was_cut_off():
     assert grudge_text(parse_grudge({"grudge": {"n1": ["n2"], "n2": ["n1"]}})) == "n1 | n2"
     assert grudge_text(parse_grudge({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}})) == "n1 | n2 n3"
     assert grudge_text(parse_grudge({"grudge": {"n1": ["n2"]}})) == "n1 drops n2"
+
+
+def test_diff_grid_names_a_divergence_of_the_leader_epoch_alone():
+    """The replica diff counts copies that differ only in their leader epoch as divergent (the
+    false-alarm campaign's corrupt cell: a flipped bit in the epoch, outside the record's CRC);
+    the grid shows them so, and says that the records themselves agree."""
+    dumps = _dumps(3, 3)
+    dumps["n2"]["partitions"][0]["records"][1] = [1, 1024, 11, "b"]   # n1 holds [1, 0, 11, "b"]
+    grid = build_grid(0, replica_logs(dumps)[0])
+    assert grid.divergent == [1, 2] and grid.epoch_only == [1]
+    row = next(r for r in grid.rows if r.offset == 1)
+    assert [c.css for c in row.cells] == ["divergent", "divergent"]
+    assert [c.text for c in row.cells] == ["b (epoch 0)", "b (epoch 1024)"]
+    assert [c.text for c in next(r for r in grid.rows if r.offset == 2).cells] == ["c", "X"]
