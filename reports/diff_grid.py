@@ -7,7 +7,8 @@ offset, the cells are marked divergent if copies that had committed the offset
 (truncation will repair those). Copies disagree in their record (CRC, or value) or in
 their leader epoch, as the replica diff compares them: the record's CRC does not cover
 the epoch (Kafka's batch CRC leaves partitionLeaderEpoch out too), so an epoch-only
-difference is named apart (``Grid.epoch_only``) and shown in the cells.  Holes are marked missing, and each replica's HW is
+difference is named apart (``Grid.epoch_only``) and shown in the cells.  Holes are
+marked missing, and each replica's HW is
 drawn as a line above its first uncommitted offset.  Long logs are cut to windows
 around what is interesting, with the identical stretches elided.
 """
@@ -98,12 +99,13 @@ def _same_record(a: tuple, b: tuple) -> bool:
     return a[2] == b[2]
 
 
-def classify(logs: dict[str, dict]) -> tuple[list[int], list[int], set[int], set[int]]:
-    """(offsets, divergent, differing, missing) of one partition's replica logs."""
+def classify(logs: dict[str, dict]) -> tuple[list[int], list[int], set[int], set[int], list[int]]:
+    """(offsets, divergent, differing, missing, epoch_only) of one partition's replica logs;
+    epoch_only: the divergent offsets whose committed copies hold the same record."""
     replicas = sorted(logs)
     hws = {r: logs[r]["hw"] for r in replicas}
     offsets = sorted(set().union(*(logs[r]["records"] for r in replicas)) if replicas else set())
-    divergent, differing, missing = [], set(), set()
+    divergent, differing, missing, epoch_only = [], set(), set(), []
     for off in offsets:
         held = [logs[r]["records"][off] for r in replicas if off in logs[r]["records"]]
         if any(not _same(held[0], h) for h in held[1:]):
@@ -111,11 +113,13 @@ def classify(logs: dict[str, dict]) -> tuple[list[int], list[int], set[int], set
                          if off in logs[r]["records"] and hws[r] is not None and off < hws[r]]
             if any(not _same(committed[0], h) for h in committed[1:]):
                 divergent.append(off)  # copies disagree on data they had committed
+                if all(_same_record(committed[0], h) for h in committed[1:]):
+                    epoch_only.append(off)  # ... on its leader epoch alone
             else:
                 differing.add(off)  # an uncommitted tail that truncation will repair
         if len(held) < len(replicas):
             missing.add(off)
-    return offsets, divergent, differing, missing
+    return offsets, divergent, differing, missing, epoch_only
 
 
 def divergent_records(logs: dict[int, dict[str, dict]]) -> list[tuple[int, int, list[tuple[str, Any, Any]]]]:
@@ -133,8 +137,7 @@ def build_grid(key: int, logs: dict[str, dict], focus: set[int] = frozenset()) -
     replicas = sorted(logs)
     hws = {r: logs[r]["hw"] for r in replicas}
     leos = {r: logs[r]["leo"] for r in replicas}
-    offsets, divergent, differing, missing = classify(logs)
-    epoch_only = [off for off in divergent if _only_epochs_differ(off, replicas, logs)]
+    offsets, divergent, differing, missing, epoch_only = classify(logs)
     interesting = set(divergent) | differing | set(focus) | {h for h in hws.values() if h is not None}
     if offsets:
         interesting |= {offsets[0], offsets[-1]}
@@ -151,13 +154,6 @@ def build_grid(key: int, logs: dict[str, dict], focus: set[int] = frozenset()) -
         rows[-1].anomaly = off in focus
         prev = off
     return Grid(key, replicas, hws, leos, rows, divergent, len(missing), sorted(differing), epoch_only)
-
-
-def _only_epochs_differ(off: int, replicas: list[str], logs: dict) -> bool:
-    """Whether the committed copies at off hold the same record and differ only in their epoch."""
-    committed = [logs[r]["records"][off] for r in replicas
-                 if off in logs[r]["records"] and logs[r]["hw"] is not None and off < logs[r]["hw"]]
-    return all(_same_record(committed[0], c) for c in committed[1:])
 
 
 def _cap(shown: list[int], divergent: list[int]) -> list[int]:

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['wall_s']:5.1f}s verdict={r['verdict']} {r['measurements'] or ''} {r['error'] or ''}",
                   flush=True)
     summary = {}
-    print("\nscenario           variant     as expected  median s")
+    print("\nscenario           variant as expected  median s")
     for name, variant in cells(a.only):
         rs = [r for r in results if (r["scenario"], r["variant"]) == (name, variant)]
         ok = sum(r["rc"] == 0 for r in rs)
