@@ -201,8 +201,9 @@ def read_past_copies(store: str | os.PathLike, problems: list[str] | None = None
 # Scenario findings renamed since stores were first written: old key -> new key. The
 # readers below give an old store's results under the new names (a later `harness
 # check` then writes them). `lost_writes` meant "acknowledged sends the final reads did
-# not return", not the log checker's `lost-write` (issue 25: one meaning per name).
-RENAMED_SCENARIO_KEYS = {"lost_writes": "unread_acknowledged"}
+# not return", not the log checker's `lost-write` (issue 25: one meaning per name);
+# `era` was the replica's word for what every system calls its variant.
+RENAMED_SCENARIO_KEYS = {"lost_writes": "unread_acknowledged", "era": "variant"}
 
 
 def _current_names(doc):

@@ -21,7 +21,7 @@ RUN_FLAGS = {"system": "--system", "variant": "--variant", "nemesis": "--nemesis
 def _variant(test: dict, scenario: dict | None):
     """The run's variant: test.json's `variant` (older stores: `era`, or the scenario's)."""
     sc = scenario if isinstance(scenario, dict) else {}
-    return test.get("variant") or test.get("era") or sc.get("variant") or sc.get("era")
+    return test.get("variant") or test.get("era") or sc.get("variant")
 
 
 def _flag_value(value: Any) -> str:

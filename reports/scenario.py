@@ -25,7 +25,7 @@ TABLES = {
     "isr_changes": "ISR changes",
 }
 OP_COLUMNS = {"op", "ops", "invoke", "complete"}
-SHOWN = {"name", "variant", "era", "source", "expected", "as_expected", "verdict", "reasons", "error",
+SHOWN = {"name", "variant", "source", "expected", "as_expected", "verdict", "reasons", "error",
          "truncation_check", "allowed_anomalies", "forbidden_found", "allowed_found", *TABLES}
 MAX_ROWS = 100
 TIME_COLUMN = "t (s)"
@@ -113,7 +113,7 @@ def read_scenario(results: dict | None, store_dir: Path, clock: RunClock) -> Sce
     check = sc.get("truncation_check")
     drops = [d for d in sc.get("leo_drops") or [] if isinstance(d, dict)]
     return Scenario(
-        name=str(sc.get("name") or ""), variant=str(sc.get("variant") or sc.get("era") or ""), source=str(sc.get("source") or ""),
+        name=str(sc.get("name") or ""), variant=str(sc.get("variant") or ""), source=str(sc.get("source") or ""),
         description=description, expected=_expected_text(sc.get("expected")),
         as_expected=sc.get("as_expected") if isinstance(sc.get("as_expected"), bool) else None,
         reasons=[str(r) for r in sc.get("reasons") or []] if isinstance(sc.get("reasons"), list) else [],

@@ -43,7 +43,7 @@ def summary(run_dir: Path) -> dict | None:
     truncs = [(t.get("node"), t.get("to")) for t in sc.get("truncations") or []] or \
              [(t.get("node"), t.get("to")) for t in sc.get("leo_drops") or []]
     unread = sc.get("unread_acknowledged")   # None: the run had no final phase
-    return {"scenario": sc.get("name"), "variant": sc.get("variant", sc.get("era")), "verdict": sc.get("verdict", res.get("valid")),
+    return {"scenario": sc.get("name"), "variant": sc.get("variant"), "verdict": sc.get("verdict", res.get("valid")),
             "as_expected": sc.get("as_expected"),
             "unread": len(unread) if isinstance(unread, list) else "?",
             "divergent": diff.get("divergence", 0) or len(sc.get("divergence") or []),

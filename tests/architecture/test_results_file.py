@@ -63,4 +63,5 @@ def test_old_stores_are_read_under_the_current_names(tmp_path):
     copy.mkdir()
     (copy / "scenario-results.json").write_text((old / "results.json").read_text())
     assert run_store.read_legacy_scenario_results(copy)["scenario"]["unread_acknowledged"]
-    assert run_store.RENAMED_SCENARIO_KEYS == {"lost_writes": "unread_acknowledged"}
+    assert section["variant"] == "0.10.2.2" and "era" not in section   # the axis's old name, read as variant
+    assert run_store.RENAMED_SCENARIO_KEYS == {"lost_writes": "unread_acknowledged", "era": "variant"}
