@@ -18,7 +18,9 @@ every replica's log start were removed by retention or tiering, not lost.
   offset below the minimum of their two HWs. A follower's uncommitted tail
   above its own HW may legitimately differ (it will be truncated) and is not
   reported. Per (key, offset); example lists [node, epoch, value] of the
-  committed holders (by node) and the history ops that sent those values.
+  committed holders (by node), the history ops that sent those values, and
+  `differs_in`: "epoch" when the holders keep the same value in different
+  leader epochs, else "value".
   Order key, offset.
 - missing-committed: an offset in the key's committed range that no replica
   holds. Counted per offset; examples are maximal ranges
@@ -59,6 +61,7 @@ with that reason.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Iterable
 
@@ -104,6 +107,8 @@ def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: 
               final_reads: bool = True) -> dict:
     counts = {name: findings[name][0] for name in ANOMALIES}
     examples = {name: findings[name][1][:MAX_EXAMPLES] for name in ANOMALIES if counts[name]}
+    for example in examples.get("divergence", ()):
+        example["differs_in"] = _differs_in(example)
     undecided = 0
     if counts["lost-acknowledged"] and not final_reads:  # not an anomaly: undecided
         undecided, counts["lost-acknowledged"] = counts["lost-acknowledged"], 0
@@ -122,6 +127,15 @@ def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: 
     if undecided:
         result["unknown"] = {"lost-acknowledged": {"count": undecided, "reason": NO_FINAL_READS}}
     return result
+
+
+def _differs_in(example: dict) -> str:
+    """"epoch" when the final holders keep one record in different leader epochs (a record's
+    CRC does not cover its epoch: a flipped epoch bit, or a leader that re-stamped a copy),
+    else "value". Both engines' examples pass through here, so they say the same."""
+    values = {json.dumps(value, sort_keys=True, default=str)
+              for node, _epoch, value in example.get("replicas", ()) if not is_past(node)}
+    return "epoch" if len(values) == 1 else "value"
 
 
 def _committed_copies(records, replicas) -> list[tuple[tuple, list]]:

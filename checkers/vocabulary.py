@@ -81,7 +81,8 @@ _ALL = [
             "offset, :poll-skip when a consumer read past the hole."),
     Anomaly("divergence", "replica-diff",
             "Replicas hold different records at the same offset below their high watermarks: data the cluster "
-            "had committed differs between copies of the log.",
+            "had committed differs between copies of the log. differs_in: \"value\", or \"epoch\" when the copies "
+            "hold the same value stamped with different leader epochs (a record's CRC does not cover its epoch).",
             "replicas diverge at {n} offset{s}",
             (), "Replica state, which Jepsen does not read; clients that read both copies show "
             ":inconsistent-offsets."),

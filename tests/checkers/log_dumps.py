@@ -40,6 +40,15 @@ def divergent():
     return dumps
 
 
+def epoch_only():
+    """divergent(), but n2 holds the same record (201) at key 1's committed offset 1 in
+    another leader epoch: what a flipped epoch bit does, since a record's CRC omits it."""
+    dumps = agreeing()
+    dumps["n2"] = dump(2, {0: (3, 0, [(0, 0, 100), (1, 0, 101), (2, 0, 102)]),
+                           1: (2, 0, [(0, 0, 200), (1, 32, 201)])})
+    return dumps
+
+
 def missing_committed():
     dumps = agreeing()
     # Offset 1 of key 0 is below the HW but no replica holds it; n1 lost 101.

@@ -26,8 +26,17 @@ def test_divergence_below_both_hws_is_found():
     example = result["examples"]["divergence"][0]
     assert (example["key"], example["offset"]) == (1, 1)
     assert example["replicas"] == [["n1", 0, 201], ["n2", 1, 777], ["n3", 0, 201]]
+    assert example["differs_in"] == "value"
     ops = history()
     assert [ops[i]["value"] for i in example["ops"]] == [[1, [1, 201]]]
+
+
+def test_the_same_record_in_another_leader_epoch_is_divergence_that_differs_in_the_epoch():
+    result = replica_diff.check(log_dumps.epoch_only(), history())
+    assert result["valid"] is False and found(result) == {"divergence"}
+    [example] = result["examples"]["divergence"]
+    assert example["replicas"] == [["n1", 0, 201], ["n2", 32, 201], ["n3", 0, 201]]
+    assert example["differs_in"] == "epoch"
 
 
 def test_divergence_needs_the_offset_committed_on_both_sides():

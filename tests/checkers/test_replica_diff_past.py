@@ -1,6 +1,7 @@
 """Past copies in the replica diff: a node's replica as it was before a restart
 (nodes/<node>/past/<n>.json) shows committed records that were later overwritten
-(`overwritten`), and nothing else, in both engines."""
+(`overwritten`), and nothing else, in both engines; the Spark engine's examples also
+say what a divergence differs in as the local engine's do."""
 
 import json
 
@@ -45,7 +46,14 @@ def only_in_the_past(root):
     return _with_past(store, {"n1": [copy, copy]})
 
 
-CASES = {"overwritten": overwritten, "uncommitted-tail": uncommitted_tail, "only-in-the-past": only_in_the_past}
+def epoch_only(root):
+    """No past copy: the final replicas keep one record in two leader epochs (the Spark
+    engine's divergence examples must say `differs_in` as the local one does)."""
+    return make_store(root, log_histories.clean().ops, log_dumps.epoch_only())
+
+
+CASES = {"overwritten": overwritten, "uncommitted-tail": uncommitted_tail, "only-in-the-past": only_in_the_past,
+         "epoch-only": epoch_only}
 
 
 @pytest.mark.unit
@@ -83,3 +91,5 @@ def test_spark_treats_past_copies_as_the_local_engine_does(spark, tmp_path):
         local = check_store(store)
         assert same_verdicts(remote[store]["checkers"]) == same_verdicts(local["checkers"]), name
     assert remote[stores["overwritten"]]["checkers"]["replica-diff"]["counts"]["overwritten"] == 1
+    [example] = remote[stores["epoch-only"]]["checkers"]["replica-diff"]["examples"]["divergence"]
+    assert example["differs_in"] == "epoch"
