@@ -232,7 +232,9 @@ def stories(history: list[dict], faults: list[Fault], samples: list[dict], anoma
         value = next((v for _n, _e, v in holders if (key, v) in acked), holders[0][2] if holders else None)
         s = _story(key, offset, value, "divergent", acked, first_read, final,
                    types, faults, samples, events, drops)
-        s.now = "replicas hold " + ", ".join(f"{n}: {v} (epoch {e})" for n, e, v in holders)
+        held = ", ".join(f"{n}: {v} (epoch {e})" for n, e, v in holders)
+        same = len({repr(v) for _n, _e, v in holders}) == 1   # as the replica diff's differs_in: "epoch"
+        s.now = ("the same record in different leader epochs: " if same else "replicas hold ") + held
         told.append(s)
     return told
 

@@ -166,3 +166,14 @@ def test_diff_grid_names_a_divergence_of_the_leader_epoch_alone():
     assert [c.css for c in row.cells] == ["divergent", "divergent"]
     assert [c.text for c in row.cells] == ["b (epoch 0)", "b (epoch 1024)"]
     assert [c.text for c in next(r for r in grid.rows if r.offset == 2).cells] == ["c", "X"]
+
+
+def test_a_divergence_story_says_when_the_records_differ_only_in_their_epoch():
+    from reports.diff_grid import divergent_records
+    from reports.story import stories
+
+    dumps = _dumps(3, 3)
+    dumps["n2"]["partitions"][0]["records"][1] = [1, 1024, 11, "b"]   # n1 holds [1, 0, 11, "b"]
+    told = {s.offset: s.now for s in stories([], [], [], [], [], [], divergent_records(replica_logs(dumps)))}
+    assert told == {1: "the same record in different leader epochs: n1: b (epoch 0), n2: b (epoch 1024)",
+                    2: "replicas hold n1: c (epoch 1), n2: X (epoch 2)"}
