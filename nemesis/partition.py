@@ -79,6 +79,9 @@ class PartitionArgs(BaseModel):
         for src, dst in edges:
             if src == dst:
                 raise FaultArgError(f"cannot cut {src} from itself")
+            stranger = next((h for h in (src, dst) if h not in g), None)
+            if stranger is not None:   # a cut to a host the run lacks would drop nothing
+                raise FaultArgError(f"{stranger} is not a host of this run ({', '.join(hosts)})")
             if g.has_edge(src, dst):
                 g.remove_edge(src, dst)
         g.graph["reject"] = self.reject

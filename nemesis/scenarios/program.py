@@ -114,7 +114,7 @@ class ScenarioProgram:
         self.scenario = scenario
         self.variant = variant
         self.faults = scenario.faults()
-        self.layout = layout(scenario)
+        self.layout = layout(scenario, variant=variant)   # the run's hosts (a variant may change them)
         self.measurements: list[dict] = []
         self.epoch_baseline: dict[int, int] = {}
         self.latest_epochs: dict[int, int] = {}
@@ -125,6 +125,9 @@ class ScenarioProgram:
     # -- runner hooks --------------------------------------------------------
     def prepare(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        if ctx.plan is not None:   # the hosts this run has (its options may differ from the variant's)
+            self.layout = roles.Layout(self.layout.nodes, self.layout.keys, self.layout.replication_factor,
+                                       dict(ctx.plan.roles))
         ctx.resolve = self.resolve
         ctx.before_fault = self.mark_epochs
         run_store.write_json(ctx.store / run_store.SCENARIO, {

@@ -353,19 +353,41 @@ def _check_settings(scenario: Scenario, system, source: str) -> None:
             raise ScenarioError(f"{source}: {where}: {e}") from None
 
 
-def layout(scenario: Scenario, system=None) -> roles.Layout:
+def layout(scenario: Scenario, system=None, variant: str | None = None) -> roles.Layout:
+    """The hosts a run in `variant` has: a variant may change them (Kafka's ZooKeeper-era
+    versions have the role host `zk` where 4.x has `ctl`)."""
     system = system or scenario.system_def()
-    return roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor,
-                        system.host_plan(scenario.nodes, settings=scenario.settings).roles)
+    options = system.parse_options(scenario.variant_options(variant))
+    plan = system.host_plan(scenario.nodes, options=options, settings=scenario.variant_settings(variant))
+    return roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor, plan.roles)
+
+
+def checked_variants(scenario: Scenario) -> list[str | None]:
+    """The variants a script's references must hold in: its own variants, else those it
+    declares a verdict for, else the system's default (None)."""
+    if scenario.variants:
+        return list(scenario.variants)
+    names = scenario.variant_names()
+    return [v for v in scenario.expect if v in names] or [None]
 
 
 def _check_references(scenario: Scenario, system) -> None:
-    """Every node reference, alias, key, step id and capability must make sense where it is used."""
+    """Every node reference, alias, key, step id and capability must make sense where it is
+    used, in every variant the scenario runs in (a host one variant lacks is named here, not
+    dropped from a partition when the run reaches it)."""
+    plans = {variant: layout(scenario, system, variant) for variant in checked_variants(scenario)}
+    distinct = {tuple(sorted(p.roles.items())) for p in plans.values()}
+    for variant, plan in plans.items():
+        _check_references_in(scenario, system, plan, variant if len(distinct) > 1 else None)
+
+
+def _check_references_in(scenario: Scenario, system, plan: roles.Layout, variant: str | None) -> None:
     bound: set[str] = set()
     ids: set[str] = set()
-    plan = layout(scenario, system)
     for step in scenario.steps:
-        where = step.label()
+        if variant is not None and step.variants is not None and variant not in step.variants:
+            continue
+        where = step.label() + (f" in variant {variant}" if variant is not None else "")
 
         def check(ref: str) -> None:
             try:

@@ -87,3 +87,17 @@ def test_a_scripted_cut_can_refuse_instead_of_drop():
     assert refused.detail.graph["reject"] is True and dropped.detail.graph["reject"] is False
     assert grudges.grudge_of(refused.detail) == grudges.grudge_of(dropped.detail)
     assert not refused.detail.has_edge("n1", "n2") and refused.detail.has_edge("n1", "n3")
+
+
+def test_a_cut_to_a_host_the_run_lacks_is_refused_not_dropped():
+    """A ZooKeeper-era Kafka run has zk, not ctl: cutting n1 from ctl used to leave the graph
+    whole (an empty grudge, the scenario went on as if cut)."""
+    from types import SimpleNamespace
+
+    from nemesis.fault import FaultArgError
+    from nemesis.partition import parse_start
+
+    plan = SimpleNamespace(hosts=["n1", "n2", "n3", "zk"])
+    with pytest.raises(FaultArgError, match=r"ctl is not a host of this run \(n1, n2, n3, zk\)"):
+        parse_start({"cut": ["n1", "ctl"]}).resolve(lambda n: n, plan)
+    assert not parse_start({"cut": ["n1", "zk"]}).resolve(lambda n: n, plan).detail.has_edge("n1", "zk")

@@ -59,6 +59,8 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
                             "0.10.2.2": (False, ["divergence", "inconsistent-offsets"])},
     "kafka-fast-failover": {**{v: (True, []) for v in ("2.8.2", "4.0.1", "4.1.1", "4.2.1")},
                             "0.11.0.3": (False, ["divergence"])},
+    # the simulator's schedule: its loss needs an instant re-registration real brokers refuse
+    "kafka-explored-hw-data-loss": {v: (True, []) for v in ("0.10.2.2", "0.11.0.3", "4.1.1")},
     **{f"kafka-{name}": {"4.1.1": (True, []), "4.2.1": (True, [])}
        for name in ("tiered-fresh-follower", "tiered-out-of-sync-follower", "tiered-multiple-hard-failures")},
     # the remote-store fault (issue 27): the store loses a segment no replica holds locally
@@ -119,6 +121,26 @@ def test_bad_steps_get_one_line_naming_the_step(steps, message):
     text = str(e.value)
     assert "\n" not in text
     assert message in text, text
+
+
+def test_a_host_one_variant_lacks_is_named_at_load_not_dropped_from_a_partition_at_run_time():
+    """Kafka's ZooKeeper-era versions have the role host zk, 4.x has ctl: a cut naming ctl in a
+    scenario that expects a verdict on 0.10.2.2 is refused when the script loads (it used to
+    become an empty partition when the run reached it); a step limited to the variants that
+    have the host passes."""
+    steps = "- partition: {cut: [n1, ctl]}\n"
+    with pytest.raises(ScenarioError) as e:
+        parse(_script(steps, system="kafka", expect={"0.10.2.2": "valid", "4.1.1": "valid"}))
+    assert "step 1 (partition) in variant 0.10.2.2: unknown node 'ctl': not a host (n1..n2, zk)" in str(e.value)
+    assert parse(_script(steps, system="kafka", expect={"4.1.1": "valid"})).steps   # 4.x only: fine
+    both = parse(_script("- partition: {cut: [n1, zk]}\n  variants: [0.10.2.2]\n"
+                         "- partition: {cut: [n1, ctl]}\n  variants: [4.1.1]\n",
+                         system="kafka", expect={"0.10.2.2": "valid", "4.1.1": "valid"}))
+    assert [s.variants for s in both.steps] == [["0.10.2.2"], ["4.1.1"]]
+    from nemesis.scenarios.script import layout
+
+    assert layout(both, variant="0.10.2.2").roles == {"zookeeper": "zk"}
+    assert layout(both, variant="4.1.1").roles == {"controller": "ctl"}
 
 
 def test_names_bound_by_as_or_bind_are_usable_later_but_not_earlier():
