@@ -68,11 +68,13 @@ def run_command(name: str | None, file: str | None, variant: str | None, list_: 
     from harness.runner import Run, RunError
     from harness.spec import SpecError
     from nemesis.scenarios.program import ScenarioProgram, scenario_spec
+    from nemesis.scenarios.script import check_run_hosts
 
     try:
         from harness.spec import parse_options
         spec = scenario_spec(scenario, variant, backend=backend, store_root=store_root, subnet=subnet, check=check,
                              backend_options=backend_options, options=parse_options(options or []))
+        check_run_hosts(scenario, variant, spec.system_options, spec.settings)
         run = Run(spec, ScenarioProgram(scenario, variant))
         code = run.execute()
     except (SpecError, RunError, ValueError) as e:

@@ -381,6 +381,15 @@ def _check_references(scenario: Scenario, system) -> None:
         _check_references_in(scenario, system, plan, variant if len(distinct) > 1 else None)
 
 
+def check_run_hosts(scenario: Scenario, variant: str | None, system_options: dict, settings: dict) -> None:
+    """Before any host exists: every reference names a host this run will have (an option
+    such as Kafka's controllers=combined removes `ctl`); ScenarioError, one line."""
+    system = scenario.system_def()
+    plan = system.host_plan(scenario.nodes, options=system.parse_options(system_options), settings=settings)
+    _check_references_in(scenario, system, roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor,
+                                                        plan.roles), variant)
+
+
 def _check_references_in(scenario: Scenario, system, plan: roles.Layout, variant: str | None) -> None:
     bound: set[str] = set()
     ids: set[str] = set()

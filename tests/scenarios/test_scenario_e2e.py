@@ -125,7 +125,11 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
                        (["no-such-scenario", "--era", "hw"], "unknown scenario 'no-such-scenario'"),
                        (["hw-data-loss", "--era", "kafka3"], "--variant 'kafka3'"),
                        (["fast-failover", "--era", "hw", "--expect", "--subnet", "10.215.3.0/24"],
-                        "declares no verdict for variant hw")):
+                        "declares no verdict for variant hw"),
+                       # an option that removes a host the script names: refused before any host exists
+                       (["kafka-client-resend", "--variant", "idempotent", "--option", "controllers=combined",
+                         "--store", tmp_path / "never"], "unknown node 'ctl': not a host (n1..n3)")):
         out = harness(tmp_path, *args)
         assert out.returncode == 2, (args, out.stderr)
         assert text in out.stderr.strip().splitlines()[-1], out.stderr
+    assert not (tmp_path / "never").exists()
