@@ -129,13 +129,17 @@ def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: 
     return result
 
 
+def one_value(values: Iterable) -> bool:
+    """Whether copies that diverge hold one value (so they differ in their leader epoch
+    alone: a record's CRC does not cover it; a flipped epoch bit, or a re-stamped copy)."""
+    return len({json.dumps(value, sort_keys=True, default=str) for value in values}) == 1
+
+
 def _differs_in(example: dict) -> str:
-    """"epoch" when the final holders keep one record in different leader epochs (a record's
-    CRC does not cover its epoch: a flipped epoch bit, or a leader that re-stamped a copy),
-    else "value". Both engines' examples pass through here, so they say the same."""
-    values = {json.dumps(value, sort_keys=True, default=str)
-              for node, _epoch, value in example.get("replicas", ()) if not is_past(node)}
-    return "epoch" if len(values) == 1 else "value"
+    """"epoch" when the final holders keep one value, else "value". Both engines' examples
+    pass through here, so they say the same."""
+    final = [value for node, _epoch, value in example.get("replicas", ()) if not is_past(node)]
+    return "epoch" if one_value(final) else "value"
 
 
 def _committed_copies(records, replicas) -> list[tuple[tuple, list]]:

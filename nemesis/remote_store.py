@@ -35,7 +35,7 @@ MODES = ("lose", "unavailable", "slow")
 
 def no_store(system) -> str:
     """Why a remote-store fault cannot run, with the system's own way to turn tiered storage on."""
-    how = f": {system.tiered_how}" if getattr(system, "tiered_how", "") else ""
+    how = f": {system.tiered_how}" if system.tiered_how else ""
     return f"the run has no remote store: turn {system.name}'s tiered storage on{how}"
 
 

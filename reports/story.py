@@ -19,6 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from checkers.replica_diff import one_value
+
 from .anomalies import Anomaly
 from .clock import RunClock
 from .node_events import NodeEvent
@@ -233,7 +235,7 @@ def stories(history: list[dict], faults: list[Fault], samples: list[dict], anoma
         s = _story(key, offset, value, "divergent", acked, first_read, final,
                    types, faults, samples, events, drops)
         held = ", ".join(f"{n}: {v} (epoch {e})" for n, e, v in holders)
-        same = len({repr(v) for _n, _e, v in holders}) == 1   # as the replica diff's differs_in: "epoch"
+        same = one_value(v for _n, _e, v in holders)   # the replica diff's differs_in: "epoch"
         s.now = ("the same record in different leader epochs: " if same else "replicas hold ") + held
         told.append(s)
     return told
