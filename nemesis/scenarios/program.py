@@ -22,7 +22,7 @@ from harness.steps import FaultStep, RunContext, Sleep, StepError, Write
 from harness.sut import CHECKPOINTS, EVENTS, INSPECT, PROCESS
 from nemesis.fault import NodesRequest
 from nemesis.scenarios import conditions, results, roles
-from nemesis.scenarios.script import Scenario, Step, bound_ms, layout
+from nemesis.scenarios.script import Scenario, Step, bound_ms, hosts_layout
 
 OBSERVE_PERIOD = 0.1  # s between two looks of a `wait`
 SAMPLE_PERIOD = 0.1  # s between two samples in samples.jsonl
@@ -114,7 +114,7 @@ class ScenarioProgram:
         self.scenario = scenario
         self.variant = variant
         self.faults = scenario.faults()
-        self.layout = layout(scenario, variant=variant)   # the run's hosts (a variant may change them)
+        self.layout: roles.Layout | None = None   # the run's hosts, from its plan (prepare)
         self.measurements: list[dict] = []
         self.epoch_baseline: dict[int, int] = {}
         self.latest_epochs: dict[int, int] = {}
@@ -125,9 +125,7 @@ class ScenarioProgram:
     # -- runner hooks --------------------------------------------------------
     def prepare(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        if ctx.plan is not None:   # the hosts this run has (its options may differ from the variant's)
-            self.layout = roles.Layout(self.layout.nodes, self.layout.keys, self.layout.replication_factor,
-                                       dict(ctx.plan.roles))
+        self.layout = hosts_layout(self.scenario, ctx.plan.roles)   # its options may change them
         ctx.resolve = self.resolve
         ctx.before_fault = self.mark_epochs
         run_store.write_json(ctx.store / run_store.SCENARIO, {

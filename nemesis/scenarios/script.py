@@ -356,10 +356,18 @@ def _check_settings(scenario: Scenario, system, source: str) -> None:
 def layout(scenario: Scenario, system=None, variant: str | None = None) -> roles.Layout:
     """The hosts a run in `variant` has: a variant may change them (Kafka's ZooKeeper-era
     versions have the role host `zk` where 4.x has `ctl`)."""
-    system = system or scenario.system_def()
-    options = system.parse_options(scenario.variant_options(variant))
-    plan = system.host_plan(scenario.nodes, options=options, settings=scenario.variant_settings(variant))
-    return roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor, plan.roles)
+    return _layout(scenario, system or scenario.system_def(), scenario.variant_options(variant),
+                   scenario.variant_settings(variant))
+
+
+def hosts_layout(scenario: Scenario, role_hosts: dict[str, str]) -> roles.Layout:
+    """The script's view of a run whose role hosts are these (HostPlan.roles)."""
+    return roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor, dict(role_hosts))
+
+
+def _layout(scenario: Scenario, system, system_options: dict, settings: dict) -> roles.Layout:
+    plan = system.host_plan(scenario.nodes, options=system.parse_options(system_options), settings=settings)
+    return hosts_layout(scenario, plan.roles)
 
 
 def checked_variants(scenario: Scenario) -> list[str | None]:
@@ -385,9 +393,7 @@ def check_run_hosts(scenario: Scenario, variant: str | None, system_options: dic
     """Before any host exists: every reference names a host this run will have (an option
     such as Kafka's controllers=combined removes `ctl`); ScenarioError, one line."""
     system = scenario.system_def()
-    plan = system.host_plan(scenario.nodes, options=system.parse_options(system_options), settings=settings)
-    _check_references_in(scenario, system, roles.Layout(scenario.nodes, scenario.keys, scenario.replication_factor,
-                                                        plan.roles), variant)
+    _check_references_in(scenario, system, _layout(scenario, system, system_options, settings), variant)
 
 
 def _check_references_in(scenario: Scenario, system, plan: roles.Layout, variant: str | None) -> None:
