@@ -113,9 +113,10 @@ class TestSpec(BaseModel):
             self.system_options = system.parse_options(self.system_options).model_dump()
         except ValidationError as e:
             raise ValueError(f"system_options: {_one_line(e)}") from None
+        capabilities = system.capabilities_in(self.settings, self.system_options)
         for name in self.nemesis:
             try:
-                system.require_fault(registry.fault(name))
+                capabilities.require_fault(registry.fault(name))
             except RuntimeError as e:
                 raise ValueError(f"nemesis: {e}") from None
         if self.name is None:
@@ -145,6 +146,10 @@ class TestSpec(BaseModel):
 
     def options(self):
         return self.system_def().parse_options(self.system_options)
+
+    def capabilities(self):
+        """The system's capabilities with this spec's settings and options (harness.sut.Capabilities)."""
+        return self.system_def().capabilities_in(self.settings, self.options())
 
 
 def _registered(kind: str, name: str) -> str:
