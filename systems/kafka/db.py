@@ -128,6 +128,12 @@ class KafkaDb(NodeDaemons):
                               controller=self.address(self.zookeeper) if self.zk_era else None,
                               broker_ids=[int(n[1:]) for n in self.nodes] if self.zk_era else None)
 
+    def queue_client(self, request_timeout: float, name: str, group: str, txn: bool = True):
+        """TRANSACTIONS: one process's transactional producer and group consumer (systems/kafka/queue.py)."""
+        from systems.kafka.queue import KafkaQueueClient
+
+        return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)
+
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)
 
