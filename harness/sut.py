@@ -164,6 +164,10 @@ class QueueClient(Protocol):
     position), Fenced (`fail`, and the process retires), IndefiniteError or anything
     else (`info`: a commit whose outcome is unknown; the process retires)."""
 
+    async def ready(self, timeout: float) -> None:
+        """Wait until the system serves transactions and consumer groups (a transaction
+        coordinator and a group coordinator answer); TimeoutError (one line) if not."""
+
     async def subscribe(self, keys: list[int]) -> None:
         """Join the run's consumer group for these keys; the group assigns them."""
 

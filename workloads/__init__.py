@@ -8,7 +8,8 @@ faults), `write(key, count, acks, expect, step)` (scenario writes),
 
 `needs`: capabilities of harness.sut the workload asks of the system (a spec
 that pairs it with a system lacking one is refused before any host exists);
-`options`: the pydantic model of the spec's `workload_options` (None: it takes none).
+`options`: the pydantic model of the spec's `workload_options` (None: it takes none);
+`not_checked`: the checkers its histories are not for, and why.
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ class Workload:
     make: Callable[..., Any]  # (spec, db, history, log) -> the workload object
     needs: frozenset[str] = field(default_factory=frozenset)
     options: Any = None       # a pydantic BaseModel subclass (extra fields forbidden), or None
+    # checkers that do not apply to the workload's histories: name -> why (results.json keeps them as
+    # not applicable, "unknown" with that reason, and they do not make the verdict unknown)
+    not_checked: dict[str, str] = field(default_factory=dict)
 
     def parse_options(self, data: dict | None):
         """The validated options (ValueError, one line); {} when the workload takes none."""

@@ -125,6 +125,28 @@ class KafkaQueueClient:
         events, self._events = self._events, []
         return events
 
+    async def ready(self, timeout: float) -> None:
+        """Until a transactional producer initialises and the group coordinator answers:
+        Kafka creates __transaction_state (50 partitions) and __consumer_offsets on first
+        use, which takes a while on a small machine; the workload's first ops would fail."""
+        from confluent_kafka import TopicPartition
+
+        def ready() -> None:
+            deadline = time.monotonic() + timeout
+            last = None
+            while time.monotonic() < deadline:
+                try:
+                    if self.txn_mode:
+                        self._producer_()
+                    self._consumer_().committed([TopicPartition(TOPIC, 0)], timeout=self.request_timeout)
+                    return
+                except Exception as e:   # coordinator not yet loaded, topic being created
+                    last = e
+                    time.sleep(0.5)
+            raise TimeoutError(f"Kafka served no transactions or consumer groups within {timeout:g}s: "
+                               f"{_text(last) if last is not None else 'no answer'}")
+        await self._call(ready)
+
     async def subscribe(self, keys: list[int]) -> None:
         def subscribe() -> None:
             self._consumer_().subscribe([TOPIC], on_assign=self._on_assign, on_revoke=self._on_revoke,
