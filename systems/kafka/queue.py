@@ -26,15 +26,23 @@ Outcomes, by what librdkafka says (rd_kafka_error_t's flags):
   request timeout, then IndefiniteError (`info`: the commit may have happened);
   fatal: Fenced.
 
-Every blocking librdkafka call of one client runs on the client's own thread
-(one ThreadPoolExecutor worker, made from the event loop's thread so that it and
-librdkafka's threads are in the client's network namespace): a consumer is not
-thread-safe, and the loop's shared pool would serialise ten clients' polls.
+Every blocking librdkafka call of one client runs on the client's own daemon
+thread (made from the event loop's thread, so that it and librdkafka's threads are
+in the client's network namespace): a consumer is not thread-safe, the loop's
+shared pool would serialise ten clients' polls, and a call librdkafka never
+returns from must not hold up the harness's exit.
+
+A subscribed consumer is never `close()`d: confluent-kafka calls librdkafka's
+assign() from its rebalance callback holding the GIL, and during close() after a
+broker was killed that call was seen to block for good (2026-11-28, confluent-kafka
+2.16.0: every Python thread of the harness stopped). It is dropped instead
+(librdkafka destroys it without a consumer close, off the GIL) and the group
+evicts it after `session.timeout.ms`, as it would a crashed client.
 """
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import queue
 import threading
 import time
 
@@ -60,7 +68,7 @@ class KafkaQueueClient:
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)
         self.request_timeout = request_timeout
         self.name, self.group, self.txn_mode = name, group, txn
-        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"kafka-queue-{name}")
+        self._worker = _Worker(f"kafka-queue-{name}")
         self._producer = None
         self._initialised = False
         self._consumer = None
@@ -107,7 +115,7 @@ class KafkaQueueClient:
         return self._consumer
 
     async def _call(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        return await self._worker.call(fn, *args)
 
     # -- rebalances ----------------------------------------------------------------
     def _on_assign(self, consumer, partitions) -> None:
@@ -379,30 +387,72 @@ class KafkaQueueClient:
             return False
 
     async def close(self) -> None:
+        """The reader consumers (assigned, no group) are closed; the producer and the
+        group consumer are dropped on the client's thread (see the module docstring)."""
         if self._closed:
             return
         self._closed = True
-        objects = [o for o in (self._consumer, getattr(self, "_reader_consumer", None),
-                               getattr(self, "_hw_consumer", None)) if o is not None]
-        producer = self._producer
+        readers = [o for o in (getattr(self, "_reader_consumer", None), getattr(self, "_hw_consumer", None))
+                   if o is not None]
+        held = [self._consumer, self._producer]
+        self._consumer = self._producer = self._reader_consumer = self._hw_consumer = None
 
         def close() -> None:
-            for consumer in objects:
+            for consumer in readers:
                 try:
                     consumer.close()
                 except Exception:
                     pass
-            if producer is not None:
-                try:
-                    producer.flush(0)
-                except Exception:
-                    pass
+            readers.clear()
+            held.clear()   # the last references: librdkafka destroys them here, off the GIL
 
         try:
             await asyncio.wait_for(self._call(close), self.request_timeout + 5)
         except Exception:
             pass
-        self._executor.shutdown(wait=False)
+        self._worker.stop()
+
+
+class _Worker:
+    """One daemon thread that runs a client's blocking calls in order."""
+
+    def __init__(self, name: str):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._run, daemon=True, name=name).start()
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, args, loop, future = job
+            try:
+                result, error = fn(*args), None
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
+                result, error = None, e
+            try:
+                loop.call_soon_threadsafe(_settle, future, result, error)
+            except RuntimeError:   # the loop is closed: nobody waits
+                pass
+            del job, fn, args, result, error
+
+    async def call(self, fn, *args):
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._jobs.put((fn, args, loop, future))
+        return await future
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+
+def _settle(future: asyncio.Future, result, error) -> None:
+    if future.done():   # cancelled (a timeout): the result is dropped
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 def _kafka_error(e: BaseException):
