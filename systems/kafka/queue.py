@@ -24,7 +24,9 @@ Outcomes, by what librdkafka says (rd_kafka_error_t's flags):
 - `commit_transaction`: ok; `txn_requires_abort` (the coordinator refused): aborted,
   DefiniteError; retriable (a timeout, the coordinator moved): retried until the
   request timeout, then IndefiniteError (`info`: the commit may have happened);
-  fatal: Fenced.
+  fatal: Fenced (`fail`, retire) when the producer was fenced (PRODUCER_FENCED,
+  INVALID_PRODUCER_EPOCH), else IndefiniteError (`info`: e.g. INVALID_TXN_STATE
+  after a retried EndTxn says nothing about whether the first one committed).
 
 Every blocking librdkafka call of one client runs on the client's own daemon
 thread (made from the event loop's thread, so that it and librdkafka's threads are
@@ -52,6 +54,11 @@ from systems.kafka.client import TOPIC, decode, encode, error_name
 POLL_S = 0.3            # how long one poll micro-op waits for records
 POLL_MAX = 64           # records one poll micro-op takes at most
 TXN_TIMEOUT_MS = 10000  # transaction.timeout.ms: an abandoned transaction is aborted after this
+
+
+# A commit answered with these (fatal) was refused because another producer or the coordinator bumped
+# the epoch: `fail` (Jepsen's rule for a fenced producer). Any other fatal error of a commit: `info`.
+FENCED = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
 
 
 class Aborted(DefiniteError):
@@ -290,8 +297,10 @@ class KafkaQueueClient:
                     self._abort(producer, cause, done)
                     self._rewind(done)
                     raise Aborted(str(cause), done) from None
-                if _flag(err, "fatal"):
+                if _flag(err, "fatal") and error_name(err) in FENCED:
                     raise _with(Fenced(f"commit: {error_name(err)} (fatal): {err.str()}"), done) from None
+                if _flag(err, "fatal"):   # e.g. INVALID_TXN_STATE: the coordinator may have committed it
+                    raise _with(IndefiniteError(f"commit: {error_name(err)} (fatal): {err.str()}"), done) from None
                 if _flag(err, "retriable") and time.monotonic() < deadline:
                     continue
                 raise _with(IndefiniteError(f"commit: {error_name(err)}: {err.str()}"), done) from None
