@@ -91,7 +91,7 @@ def test_cli_refuses_before_any_host_exists(tmp_path):
 
 
 def test_replica_diff_and_linearizability_do_not_apply_to_its_histories(tmp_path):
-    from checkers.store import not_applicable
+    from checkers.check_store import not_applicable
 
     (tmp_path / "test.json").write_text(json.dumps({"system": "kafka", "workload": "queue"}))
     skipped = not_applicable(str(tmp_path))
