@@ -106,6 +106,11 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         return {}
     lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
     out = {}
+    try:
+        workload = registry.workload(test.get("workload") or "log")
+        out.update({c: f"workload {workload.name!r}: {why}" for c, why in getattr(workload, "not_checked", {}).items()})
+    except registry.RegistryError:
+        pass
     for cname, checker in registry.load_all(registry.CHECKERS).items():
         lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n) or n in lacks]
         if lacking:

@@ -199,6 +199,12 @@ def run(
                                           help="the system's variant (its variant option; `harness scenario --list`)"),
     option: List[str] = typer.Option([], "--option", help="a system option key=value (its own names), repeatable"),
     storage: Optional[str] = typer.Option(None, hidden=True, help="deprecated: --option storage=..."),
+    workload: Optional[str] = typer.Option(None, "--workload",
+                                           help="log (sends and polls) | queue (transactions and consumer "
+                                                "groups: docs/workloads.md); default log"),
+    workload_option: List[str] = typer.Option([], "--workload-option",
+                                              help="a workload option key=value, repeatable (queue: txn, "
+                                                   "consumer, abort_p, max_txn_len)"),
     nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
     nemesis_mode: Optional[str] = typer.Option(None, help="random | targeted: faults aimed by the sampled state "
@@ -235,8 +241,9 @@ def run(
         options = {**({"storage": storage} if storage else {}), **parse_options(option)}
         if hosts and nodes is None:  # the system's role hosts (e.g. a controller) come first
             nodes = len(hosts.split(",")) - len(_roles(system))
+        workload_options = parse_settings(workload_option, "--workload-option") if workload_option else None
         spec = build_spec(str(spec_file) if spec_file else None, system=system, variant=variant, nemesis=nemesis,
-                          system_options=options or None,
+                          system_options=options or None, workload=workload, workload_options=workload_options,
                           nemesis_interval=nemesis_interval, nemesis_mode=nemesis_mode, time_limit=time_limit, seed=seed, nodes=nodes,
                           keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
                           subnet=subnet, name=name, store_root=store_root,
