@@ -46,7 +46,7 @@ def _command_section(path: list[str], command) -> list[str]:
     title = " ".join(path)
     out = [f"## `{title}`\n", (command.help or "").strip() + "\n"]
     ctx = command.context_class(command, info_name=title)
-    out.append(f"```\n{title} {' '.join(command.collect_usage_pieces(ctx))}\n```\n")
+    out.append(f"```\nusage: {title} {' '.join(command.collect_usage_pieces(ctx))}\n```\n")
     rows = [r for r in (_option_row(p, ctx) for p in command.params) if r is not None]
     if rows:
         out.append(table(["argument or option", "meaning"], rows))
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         path = REFERENCE / name
         if args.check:
             if not path.is_file() or path.read_text() != text:
-                stale.append(str(path.relative_to(REPO)))
+                stale.append(str(path))
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
