@@ -269,7 +269,7 @@ def _evaluate(c: Clause, obs: Observation) -> tuple[bool, str]:
     if c.kind == "leader":
         leader = None if meta is None else meta.get("leader")
         now = "unknown (no metadata)" if meta is None else ("none" if leader is None else leader)
-        shown = f"leader of key {c.key} = {now}"
+        shown = f"leader of key {c.key} = {now}" + (f" ({meta['view_from']}'s view)" if meta and meta.get("view_from") else "")
         if meta is None:
             return False, shown
         if c.rhs is None:
