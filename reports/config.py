@@ -30,8 +30,9 @@ def _seconds(value: Any) -> str:
     return f"{value:g} s" if isinstance(value, (int, float)) and not isinstance(value, bool) else "?"
 
 
-def summary(test: dict) -> list[tuple[str, str]]:
-    """(label, value) rows of the run's parameters, in the order a reader asks for them."""
+def summary(test: dict, scenario: str | None = None) -> list[tuple[str, str]]:
+    """(label, value) rows of the run's parameters, in the order a reader asks for them; a
+    scenario's run says its faults come from the script."""
     from harness import registry
 
     system = test.get("system") or registry.DEFAULT_SYSTEM
@@ -47,7 +48,9 @@ def summary(test: dict) -> list[tuple[str, str]]:
     nemesis = test.get("nemesis") or []
     nemesis = nemesis.split(",") if isinstance(nemesis, str) else nemesis
     faults = ", ".join(map(str, nemesis)) if isinstance(nemesis, list) and nemesis else "none"
-    if faults != "none":
+    if scenario and faults == "none":
+        faults = f"the steps of scenario {scenario}"
+    elif faults != "none":
         faults += f" ({test.get('nemesis_mode') or 'random'}" + (
             f", every {_seconds(test['nemesis_interval'])})" if "nemesis_interval" in test else ")")
     backend = str(test.get("backend") or "?")
@@ -58,7 +61,7 @@ def summary(test: dict) -> list[tuple[str, str]]:
         backend += f" (subnet {test['subnet']})"
     rf = test.get("replication_factor")
     client = ", ".join(part for part, field in (
-        (f"{test.get('concurrency')} processes", "concurrency"), (f"{test.get('rate')} ops/s", "rate"),
+        (f"{test.get('concurrency')} process{'es' if test.get('concurrency') != 1 else ''}", "concurrency"), (f"{test.get('rate')} ops/s", "rate"),
         (f"{test.get('keys')} keys", "keys"), (f"acks={test.get('acks')}", "acks"),
         (f"replication factor {rf}", "replication_factor")) if test.get(field) is not None) or "?"
     workload = test.get("workload") or "log"

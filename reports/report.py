@@ -188,7 +188,7 @@ def _build(store_dir: Path) -> str:
         "verdict_css": css,
         "verdict": sentence,
         "problems": store.problems,
-        "config": run_config.summary(store.test) if store.test else [],
+        "config": run_config.summary(store.test, scenario.name if scenario else None) if store.test else [],
         "config_rest": run_config.rest(store.test) if store.test else "",
         "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
         "anomalies": found,
