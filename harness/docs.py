@@ -95,6 +95,12 @@ def anomalies_page() -> str:
 
 
 # -- faults and systems ----------------------------------------------------------------------
+def _options(system) -> str:
+    """A system's options (its pydantic model) with their defaults."""
+    fields = system.options.model_fields
+    return ", ".join(f"`{name}`: `{field.default}`" for name, field in fields.items()) or "(none)"
+
+
 def faults_page() -> str:
     from harness import registry
 
@@ -111,7 +117,9 @@ def faults_page() -> str:
             row.append("yes" if s.supports(f) else f"no: {why}" if why else "no")
         support.append(row)
     system_rows = [[f"`{s.name}`", s.description, ", ".join(f"`{v}`" for v in s.variants) or "(none)",
-                    f"`{s.variant_option}`" if s.variant_option else "", ", ".join(sorted(s.capabilities))]
+                    f"`{s.variant_option}`" if s.variant_option else "", _options(s),
+                    ", ".join(f"`{h}` ({r})" for r, h in s.roles.items()) or "(none)",
+                    ", ".join(sorted(s.capabilities))]
                    for s in systems.values()]
     return "\n".join([HEADER, "# Faults and systems\n",
                       "The registered faults (`--nemesis`, group `replog.faults`) and systems under test "
@@ -124,7 +132,8 @@ def faults_page() -> str:
                       "## Which systems support each fault\n",
                       table(["fault", *[f"`{n}`" for n in systems]], support),
                       "## Systems under test\n",
-                      table(["system", "what it is", "variants", "variant option", "capabilities"], system_rows),
+                      table(["system", "what it is", "variants", "variant option", "options (`--option k=v`: default)",
+                             "role hosts", "capabilities"], system_rows),
                       "## Workloads and checkers\n",
                       table(["workload", "what it does"],
                             [[f"`{w.name}`", w.description]
