@@ -535,7 +535,7 @@ def scenario(
     runs: int = typer.Option(1, "--runs", help="--compare: runs per variant and release"),
     from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
-    """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
+    """Run a scripted fault scenario (docs/scenarios.md)."""
     backend = backend or "netns"
     store_root = store_root or "store"
     if compare:
