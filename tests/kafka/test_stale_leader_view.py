@@ -1,6 +1,6 @@
 """On real brokers: a leader cut off from the controller keeps answering metadata
 with itself as leader; the harness must still see the controller's new leader
-(issue 42). The scenario (tests/data/scenarios/kafka-stale-leader-view.yaml)
+(issue 42). The scenario (systems/kafka/scenarios/kafka-stale-leader-view.yaml)
 cuts the leader of key 0, which is n1 and so the first broker in the bootstrap
 list, from the controller and from one follower, and waits at most 8 s (the
 2 s session timeout plus a few) for the other follower to lead. Before the
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIO = REPO / "tests" / "data" / "scenarios" / "kafka-stale-leader-view.yaml"
+SCENARIO = "kafka-stale-leader-view"   # systems/kafka/scenarios/
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300),
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
 
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300),
 def test_a_fenced_leaders_own_view_is_not_believed(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), CI="true", HARNESS_RUN_DIR=str(tmp_path / "runs"),
                HARNESS_WORK_ROOT=str(tmp_path / "work"))
-    out = subprocess.run([sys.executable, "-m", "harness", "scenario", "--file", str(SCENARIO), "--variant", "4.1.1",
+    out = subprocess.run([sys.executable, "-m", "harness", "scenario", SCENARIO, "--variant", "4.1.1",
                           "--expect", "--json", "--store", str(tmp_path / "store"), "--subnet", "10.221.42.0/24"],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=280)
     assert out.returncode == 0, out.stderr[-3000:]

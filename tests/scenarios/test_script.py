@@ -53,6 +53,8 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "kafka-power-coordinated": {"no-fsync": (False, ["lost-write", "lost-acknowledged"]), "fsync": (True, [])},
     # librdkafka's uncounted re-send after NOT_LEADER_OR_FOLLOWER (docs/findings/kafka.md, "Client re-sends")
     "kafka-client-resend": {"non-idempotent": (False, ["duplicate"]), "idempotent": (True, [])},
+    # the harness's own check: a fenced leader's stale metadata is not believed (issue 42)
+    "kafka-stale-leader-view": {"4.1.1": (True, [])},
     "kafka-hw-data-loss": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
                            "0.10.2.2": (False, ["lost-write"])},
     "kafka-hw-divergence": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
