@@ -162,7 +162,7 @@ def first_sentence(text: str) -> str:
 
 
 def scenarios_page() -> str:
-    from nemesis.scenarios.script import library, load_file
+    from scenarios.script import library, load_file
 
     by_system: dict[str, list[list[object]]] = {}
     for name, path in library().items():

@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from harness.cluster.base import ClusterError
-from harness.store import write_past_copies
+from harness.run_store import write_past_copies
 from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, last_line
 from systems.kafka import install, tiered

@@ -30,7 +30,7 @@ def pages() -> dict[str, str]:
 def test_the_pages_come_from_the_registries_and_the_vocabulary(pages):
     from checkers.vocabulary import VOCABULARY
     from harness import registry
-    from nemesis.scenarios.script import list_scenarios
+    from scenarios.script import list_scenarios
 
     for fault in registry.names(registry.FAULTS):
         assert f"| `{fault}` |" in pages["faults.md"], fault
