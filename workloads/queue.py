@@ -238,7 +238,7 @@ class QueueWorkload(LogWorkload):
                 keys[str(key)] = {"complete": done and stable[key], "read_to": pos,
                                   "why": why if done else f"{why}; reads did not reach the end"}
             return {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys,
-                    "queue": dict(self.counts)}
+                    "counts": dict(self.counts)}
         finally:
             await reader.close()
             await client.close()
