@@ -5,6 +5,10 @@ history, log)` returns the object the runner drives: `setup()`,
 `run(deadline)` (the random clients), `leader_node()` (for leader-targeted
 faults), `write(key, count, acks, expect, step)` (scenario writes),
 `final_reads(recovery_timeout)` and `close()`.
+
+`checkers`: the registered checkers that apply to the workload's histories
+(checkers.applicable); a history with transactions (`txn` ops) also gets `txn`,
+whatever its workload.
 """
 from __future__ import annotations
 
@@ -17,3 +21,4 @@ class Workload:
     name: str
     description: str
     make: Callable[..., Any]  # (spec, db, history, log) -> the workload object
+    checkers: tuple[str, ...] = ("log", "replica-diff", "linearizability")

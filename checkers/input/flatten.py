@@ -65,6 +65,7 @@ import json
 from collections import Counter
 from typing import Iterable, Iterator
 
+from checkers.input import micro_ops
 from harness.store import PAST_MARK
 
 SEND_COLUMNS = ("key", "value", "offset", "type", "process", "invoke_index", "complete_index")
@@ -141,6 +142,8 @@ class Flattener:
         if f in RESET_FS and kind != "invoke":
             self._reset(process, f, kind, op)
             return [], []
+        if f in DATA_FS and micro_ops.is_micro_ops(op):
+            micro_ops.check(op)
         try:
             if f == "send":
                 return self._send(op, process, kind, index), []
