@@ -107,6 +107,8 @@ def search(graph: Graph, cap: float = CAP_S, tries: int = MAX_TRIES) -> Found:
                 deadline = started + cap - budget.get(component, 0.0)
                 best = None
                 for u, v in candidates[:tries]:
+                    if time.monotonic() >= deadline:
+                        break
                     path = _shortest_path(adjacency, labels, label, v, u, deadline)
                     if path is None:  # out of time
                         break

@@ -45,8 +45,9 @@ def reduce(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> Graph:
         tproc[inv] = process
         if comp is not None and code == OK:
             tcomp[inv] = comp
-        writer[(key, value)] = inv
-        if offset is not None and code == OK:
+        if writer.get((key, value), inv) >= inv:  # a value sent twice: its first sender
+            writer[(key, value)] = inv
+        if offset is not None and code == OK and writer[(key, value)] == inv:
             sent_at[(key, value)] = offset
     readers: dict[tuple, set] = defaultdict(set)
     pairs: set[tuple] = set()
@@ -92,6 +93,7 @@ def reduce(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> Graph:
             a, b = writer.get((key, v1)), writer.get((key, v2))
             if a is not None and b is not None and ttype[a] != FAIL and ttype[b] != FAIL:
                 edges.append((a, b, WW))
+    own: dict[int, dict] = defaultdict(dict)  # txn -> key -> values it read of its own sends
     for (key, value), who in readers.items():
         w = writer.get((key, value))
         if w is None:
@@ -102,8 +104,7 @@ def reduce(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> Graph:
             continue
         for r in who:
             if r == w:
-                findings["precommitted-read"].append(
-                    {"sort": (w, key), "key": key, "value": decode_value(value), "ops": [w]})
+                own[w].setdefault(key, []).append(decode_value(value))
             else:
                 edges.append((w, r, WR))
     ended = {row[0] for row in ends}
@@ -127,9 +128,10 @@ def reduce(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> Graph:
     ids = np.array(sorted(inv for inv, code in ttype.items() if code != FAIL), dtype=np.int64)
     complete = np.array([tcomp.get(inv, -1) if ttype[inv] == OK else -1 for inv in ids.tolist()],
                         dtype=np.int64)
-    precommitted = findings["precommitted-read"]
-    findings["precommitted-read"] = list({e["sort"][0]: e for e in sorted(precommitted, key=lambda e: e["sort"],
-                                                                          reverse=True)}.values())
+    for w, keys in own.items():  # one per transaction, at its lowest such key
+        key = min(keys)
+        findings["precommitted-read"].append({"sort": (w, key), "key": key, "values": sorted(keys[key]),
+                                              "ops": [w]})
     counts = {"committed": sum(1 for inv in ttype if committed(inv)),
               "aborted": sum(1 for code in ttype.values() if code == FAIL),
               "indefinite": sum(1 for inv, code in ttype.items() if code == INFO and inv not in proven)}
