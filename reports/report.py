@@ -33,6 +33,7 @@ from .node_events import read_node_events
 from .store import read_store
 from .story import focus_offsets, held_values, plot_marks, stories
 from .timeline import windows
+from .transactions import section as transactions_section
 from .topology import topologies
 
 log = logging.getLogger(__name__)
@@ -201,6 +202,7 @@ def _build(store_dir: Path) -> str:
         "config": flatten(store.test),
         "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
         "anomalies": found,
+        "transactions": transactions_section(store.results),
         "panels": linear_panels(store.history, anomalies_mod.checker_sections(store.results).get("linearizability") or {}),
         "colours": LINEAR_COLOURS,
         "width": LINEAR_WIDTH,
