@@ -2,12 +2,12 @@
 unknown or error). The one place that decides what results.json says: the
 checkers' results, judged by the run's program when it has findings (a
 scenario's verdict, kept across a later `harness check`), written once by
-harness.store.write_results."""
+harness.run_store.write_results."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness import store as run_store
+from harness import run_store
 
 
 def exit_code(results: dict | None) -> int:
@@ -20,7 +20,7 @@ def _judged(store_dir, checked: dict, findings: dict | None) -> dict:
     section = findings if findings is not None else run_store.read_scenario_section(store_dir)
     if section is None:
         return checked
-    from nemesis.scenarios.results import judge
+    from scenarios.results import judge
 
     return judge(checked, section)
 
@@ -67,7 +67,7 @@ def first_times(store_dir, results: dict) -> dict:
 def check_store(store_dir: Path, engine: str = "local", master: str | None = None,
                 findings: dict | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
-    from checkers import store as checkers_store
+    from checkers import check_store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
     results = first_times(store_dir, _judged(store_dir, checked, findings))
@@ -76,8 +76,8 @@ def check_store(store_dir: Path, engine: str = "local", master: str | None = Non
 
 
 def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: bool = False) -> dict[str, dict]:
-    """Many stores in one Spark job (checkers.store.check_campaign); writes each results.json."""
-    from checkers.store import check_campaign
+    """Many stores in one Spark job (checkers.check_store.check_campaign); writes each results.json."""
+    from checkers.check_store import check_campaign
 
     out = {}
     for store_dir, checked in check_campaign(store_dirs, master=master, skip_bad=skip_bad).items():

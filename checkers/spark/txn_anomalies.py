@@ -165,7 +165,7 @@ def check(job) -> dict:
 
 def _finding(name: str, flagged) -> tuple[int, list]:
     """A flag job's (count, payloads) -> (count, examples) as the in-process code lists them."""
-    from checkers.input.flatten import decode_value
+    from history.flatten import decode_value
 
     if not flagged:
         return 0, []

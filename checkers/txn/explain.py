@@ -1,7 +1,7 @@
 """Each cycle in words: its transactions, each edge's kind and the offsets behind it
 ("T12 sent 3 to key 5 at offset 12; T40 read it").
 
-The evidence is the flat rows (checkers.input.flatten columns) of the cycle's
+The evidence is the flat rows (history.flatten columns) of the cycle's
 transactions only: the engines pass what they hold (in-process) or what one
 small Spark lookup returns, so the words are the same in both.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from checkers.input.flatten import decode_value
+from history.flatten import decode_value
 from checkers.txn.graph import EDGE_NAMES, PROCESS, REALTIME, WR, WW
 
 

@@ -1,4 +1,4 @@
-"""The in-process reduction of flat rows (checkers.input.flatten) to a `Graph`.
+"""The in-process reduction of flat rows (history.flatten) to a `Graph`.
 
 Definitions (checkers/spark/txn_anomalies.py computes the same ones as Spark jobs):
 
@@ -26,7 +26,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from checkers.input.flatten import decode_value
+from history.flatten import decode_value
 from checkers.txn.graph import FAIL, FINDINGS, INFO, OK, PROCESS, WR, WW, Graph, top_examples
 
 TYPES = {"ok": OK, "fail": FAIL, "info": INFO}

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from checkers.store import check_store
+from checkers.check_store import check_store
 from checkers.vocabulary import ANOMALIES, VOCABULARY, of_checker
 from harness import registry
 from reports.anomalies import EXPLANATIONS, PHRASES
-from checkers.input.history import read_history
+from history.formats import read_history
 from tests.checkers import log_dumps, log_histories, txn_cases
 
 pytestmark = pytest.mark.unit

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from checkers.input.flatten import flatten
-from checkers.input.history import read_history
+from history.flatten import flatten
+from history.formats import read_history
 from checkers.txn_anomalies import check_flat
 from checkers.vocabulary import of_checker
 from tests.checkers.txn_cases import EXPECTED, jepsen_says, path

@@ -3,10 +3,10 @@ a synthetic history with every anomaly injected, checked as one Spark campaign a
 in-process, give identical results (counts, examples, cycles and their words)."""
 import pytest
 
-from checkers.bench import txn_synthetic
-from checkers.input import parquet
-from checkers.input.flatten import flatten
-from checkers.input.history import read_history
+from bench.engines import txn_synthetic
+from history import parquet
+from history.flatten import flatten
+from history.formats import read_history
 from checkers.spark.engine import check_runs
 from checkers.txn_anomalies import check_flat
 from tests.checkers.txn_cases import EXPECTED, path

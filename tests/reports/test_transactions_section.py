@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from checkers.input.history import read_history
+from history.formats import read_history
 from harness import verdict
 from reports.report import build_report
 from tests.checkers.txn_cases import path

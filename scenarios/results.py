@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from checkers.vocabulary import ANOMALIES
-from harness import store as run_store
-from nemesis.scenarios.script import Scenario
+from harness import run_store
+from scenarios.script import Scenario
 
 
 def unread_acknowledged(ops: list[dict], writes: list[dict]) -> list[dict] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.input.history import HistoryError
+from history.formats import HistoryError
 
 MICRO_FS = ("send", "poll")
 INVOKED = '["send", key, value] or ["poll"]'
