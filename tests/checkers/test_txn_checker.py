@@ -83,3 +83,18 @@ def test_malformed_micro_ops_are_one_line_naming_the_op(tmp_path, value, expecte
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], done.stderr
+
+
+def test_the_bench_tables_hold_what_the_flattener_makes_of_the_same_history():
+    from bench.engines import txn_synthetic
+
+    ops = list(txn_synthetic.history(3000, seed=5))
+    flat = flatten(ops)
+    sends, reads = [], []
+    for s, r in txn_synthetic.flat_rows(ops):
+        sends += s
+        reads += [row[:9] for row in r]
+    assert sorted(sends) == sorted(flat[0])
+    assert check_flat(sends, reads, []) == check_flat(flat[0], flat[1], [])
+    counts = check_flat(sends, reads, [])["counts"]
+    assert {k for k, n in counts.items() if n} == set(txn_synthetic.INJECTED)
