@@ -15,20 +15,24 @@ import os
 from harness import registry
 
 TXN = "txn"              # the checker of transactions
-# A history with transactions whose workload names no `txn` (a Jepsen import, or a workload
-# that declares nothing): the txn checker, and the log checker on its flattened view.
-TRANSACTIONAL = (TXN, "log")
 DEFAULT_WORKLOAD = "log"  # a store or history that names none
+TRANSACTIONAL_WORKLOAD = "queue"  # what a lone history with transactions is read as
 TXN_MARKS = (b'"f":"txn"', b'"f": "txn"')  # how a JSONL line says it is a transaction
+
+
+def workload_of(workload: str | None, transactional: bool):
+    """The registered Workload a history is checked as (None if none is registered)."""
+    workloads = registry.load_all(registry.WORKLOADS)
+    if workload is None and transactional and TRANSACTIONAL_WORKLOAD in workloads:
+        workload = TRANSACTIONAL_WORKLOAD
+    return workloads.get(workload or DEFAULT_WORKLOAD) or workloads.get(DEFAULT_WORKLOAD)
 
 
 def names_for(workload: str | None, transactional: bool) -> list[str]:
     """The registered checkers (registry order) for a history of `workload`."""
     workloads = registry.load_all(registry.WORKLOADS)
-    chosen = workloads.get(workload or DEFAULT_WORKLOAD) or workloads.get(DEFAULT_WORKLOAD)
+    chosen = workload_of(workload, transactional)
     declared = set(getattr(chosen, "checkers", ()) or ())
-    if transactional and TXN not in declared:
-        declared = set(TRANSACTIONAL)
     claimed = {name for w in workloads.values() for name in getattr(w, "checkers", ())} | {TXN}
     return [name for name in registry.names(registry.CHECKERS)
             if name in declared or name not in claimed or (name == TXN and transactional)]
@@ -42,11 +46,6 @@ def for_store(store_dir: str, history: str) -> list[str]:
     except (OSError, ValueError, AttributeError):
         workload = None
     return names_for(workload, jsonl_has_txn(history))
-
-
-def for_ops(ops) -> list[str]:
-    """The checkers of a lone history already read into ops (a Jepsen import)."""
-    return names_for(None, any(op.get("f") == TXN for op in ops))
 
 
 def jsonl_has_txn(path: str) -> bool:

@@ -69,15 +69,19 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
 
     if path.endswith((".jsonl", ".json")):
         history = iter_jsonl(path)
-        names = applicable.names_for(None, applicable.jsonl_has_txn(path))
+        transactional = applicable.jsonl_has_txn(path)
     else:
         history = read_history(path)
-        names = applicable.for_ops(history)
+        transactional = any(op.get("f") == applicable.TXN for op in history)
+    names = applicable.names_for(None, transactional)
     registered = {name: checker for name, checker in registry.load_all(registry.CHECKERS).items()
                   if name in names}
-    skipped = {name: f"{os.path.basename(path)} is a lone history, without the "
-                     f"{', '.join(checker.needs)} this checker reads"
-               for name, checker in registered.items() if getattr(checker, "needs", ())}
+    workload = applicable.workload_of(None, transactional)
+    skipped = {name: f"workload {workload.name!r}: {why}"
+               for name, why in (getattr(workload, "not_checked", None) or {}).items() if name in registered}
+    skipped.update({name: f"{os.path.basename(path)} is a lone history, without the "
+                          f"{', '.join(checker.needs)} this checker reads"
+                    for name, checker in registered.items() if getattr(checker, "needs", ())})
     if engine == "spark":
         from checkers.spark.engine import check_runs
         from checkers.spark.session import check_master, resolve_master
@@ -114,6 +118,11 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         return {}
     lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
     out = {}
+    try:
+        workload = registry.workload(test.get("workload") or "log")
+        out.update({c: f"workload {workload.name!r}: {why}" for c, why in getattr(workload, "not_checked", {}).items()})
+    except registry.RegistryError:
+        pass
     for cname, checker in registry.load_all(registry.CHECKERS).items():
         lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n) or n in lacks]
         if lacking:

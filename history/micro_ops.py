@@ -4,7 +4,8 @@ A `txn` op (and a `send` / `poll` written as micro-ops) holds a list of
 `["send", key, value]` / `["poll"]`; its `ok` completion holds
 `["send", key, [offset, value]]` / `["poll", {key: [[offset, value], ...]}]`;
 `fail` and `info` completions may hold either shape (Jepsen's carry the
-invocation's). Anything else is refused in one line naming the op's index and
+invocation's); an `ok` send whose value is not a list has no known offset
+(Jepsen's checker accepts that too). Anything else is refused in one line naming the op's index and
 what was expected, so a malformed import is not flattened into silence.
 
 Why apart from the readers: the same check holds for JSONL and EDN input, and
@@ -51,6 +52,9 @@ def _problem(mop: Any, kind: str) -> str | None:
     name = mop[0]
     if name not in MICRO_FS:
         return f"unknown micro-op {name!r}; expected send or poll"
+    if name == "send" and len(mop) == 3 and not _is_key(mop[1]):
+        return (f"expected integer keys (partitions), as the harness and Jepsen's Kafka workload "
+                f"write them; got {mop[1]!r}")
     invoked = (name == "send" and len(mop) == 3 and _is_key(mop[1])) or (name == "poll" and len(mop) == 1)
     completed = _completed_send(mop) if name == "send" else _completed_poll(mop)
     if kind == "invoke" and not invoked:
@@ -71,8 +75,12 @@ def _is_offset(offset: Any) -> bool:
 
 
 def _completed_send(mop) -> bool:
-    return (len(mop) == 3 and _is_key(mop[1]) and isinstance(mop[2], (list, tuple)) and len(mop[2]) == 2
-            and _is_offset(mop[2][0]))
+    """[send, key, [offset, value]]; or a bare value, the offset unknown (Jepsen's
+    checker reads that too: `version-orders-reduce-mop`)."""
+    if len(mop) != 3 or not _is_key(mop[1]):
+        return False
+    body = mop[2]
+    return not isinstance(body, (list, tuple)) or (len(body) == 2 and _is_offset(body[0]))
 
 
 def _completed_poll(mop) -> bool:

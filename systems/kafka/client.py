@@ -15,7 +15,7 @@ Sends (one send per op; the answer librdkafka gives, classified by what it prove
   batch may be in the log twice (a duplicate of the client's making), and the
   error the application finally gets (e.g. the new leader's NOT_ENOUGH_REPLICAS)
   says nothing about the first copy. Measured: systems/kafka/campaigns/false-alarms-kafka.yaml
-  on 2026-11-27, 4 of 25 runs, the README's "Kafka's client re-sends".
+  on 2026-11-27, 4 of 25 runs: docs/findings/kafka.md, "Client re-sends".
 - DefiniteError (`fail`): only what librdkafka refused before sending
   (`produce()` raised: queue full, an invalid argument, a partition it does
   not know), and AbsentError (a DefiniteError): the broker says the topic or
