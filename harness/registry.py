@@ -51,7 +51,7 @@ DEFAULT_SYSTEM = "replica"
 BUILTINS: dict[str, dict[str, str]] = {
     BACKENDS: {"netns": "harness.cluster.netns", "docker": "harness.cluster.docker",
                "ssh": "harness.cluster.ssh"},
-    WORKLOADS: {"log": "workloads.log:WORKLOAD"},
+    WORKLOADS: {"log": "workloads.log:WORKLOAD", "queue": "workloads.queue:WORKLOAD"},
     FAULTS: {"kill": "nemesis.kill:KILL", "pause": "nemesis.pause:PAUSE_FAULT",
              "partition": "nemesis.partition:PARTITION", "power": "nemesis.power:POWER",
              "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",

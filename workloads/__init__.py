@@ -5,10 +5,15 @@ history, log)` returns the object the runner drives: `setup()`,
 `run(deadline)` (the random clients), `leader_node()` (for leader-targeted
 faults), `write(key, count, acks, expect, step)` (scenario writes),
 `final_reads(recovery_timeout)` and `close()`.
+
+`needs`: capabilities of harness.sut the workload asks of the system (a spec
+that pairs it with a system lacking one is refused before any host exists);
+`options`: the pydantic model of the spec's `workload_options` (None: it takes none);
+`not_checked`: the checkers its histories are not for, and why.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 
@@ -17,3 +22,16 @@ class Workload:
     name: str
     description: str
     make: Callable[..., Any]  # (spec, db, history, log) -> the workload object
+    needs: frozenset[str] = field(default_factory=frozenset)
+    options: Any = None       # a pydantic BaseModel subclass (extra fields forbidden), or None
+    # checkers that do not apply to the workload's histories: name -> why (results.json keeps them as
+    # not applicable, "unknown" with that reason, and they do not make the verdict unknown)
+    not_checked: dict[str, str] = field(default_factory=dict)
+
+    def parse_options(self, data: dict | None):
+        """The validated options (ValueError, one line); {} when the workload takes none."""
+        if self.options is None:
+            if data:
+                raise ValueError(f"workload {self.name!r} takes no options; leave out {', '.join(sorted(data))}")
+            return None
+        return self.options.model_validate(data or {})
