@@ -301,11 +301,14 @@ class KafkaLogClient:
         if self._consumer is None:
             from confluent_kafka import Consumer
 
+            # The fetchers run between polls: a broker answers a fetch as soon as it has
+            # records, and holds an idle one up to fetch.wait.max.ms (so 500 ms, not 100:
+            # a tenth of the requests to idle brokers, no later records).
             ms = int(self.request_timeout * 1000)
             self._consumer = Consumer({
                 "bootstrap.servers": self.bootstrap, "group.id": "replog-reader", "enable.auto.commit": False,
                 "enable.auto.offset.store": False, "auto.offset.reset": "error", "enable.partition.eof": True,
-                "fetch.wait.max.ms": 100, "isolation.level": "read_uncommitted", "socket.timeout.ms": ms,
+                "fetch.wait.max.ms": 500, "isolation.level": "read_uncommitted", "socket.timeout.ms": ms,
                 "topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 500, "log_level": 0})
             self._reader = _KeptReader(self._consumer)
         if key is None:
