@@ -55,13 +55,13 @@ DEFAULT_SYSTEM = "replica"
 BUILTINS: dict[str, dict[str, str]] = {
     BACKENDS: {"netns": "harness.cluster.netns", "docker": "harness.cluster.docker",
                "ssh": "harness.cluster.ssh"},
-    WORKLOADS: {"log": "workloads.log:WORKLOAD"},
+    WORKLOADS: {"log": "workloads.log:WORKLOAD", "queue": "workloads.queue:WORKLOAD"},
     FAULTS: {"kill": "nemesis.kill:KILL", "pause": "nemesis.pause:PAUSE_FAULT",
              "partition": "nemesis.partition:PARTITION", "power": "nemesis.power:POWER",
              "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",
              "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
-               "linearizability": "checkers.linearizability:CHECKER"},
+               "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER"},
 }
 SYSTEMS_PACKAGE = "systems"  # systems/<name>/__init__.py defines SYSTEM
 
@@ -202,7 +202,8 @@ def _verify_system_parts(name: str, system: Any) -> None:
     """`capabilities_for` names known capabilities (with the default settings and options), and
     the classes of `parts()` follow the Protocols of harness.sut: the DB and client always, each
     capability's object when the system has it by default, and any other class it declares."""
-    from harness.sut import CAPABILITIES, PART_OF, PART_PROTOCOLS, META_GROUP, MetaGroup, Parts
+    from harness.sut import (CAPABILITIES, META_GROUP, PART_OF, PART_PROTOCOLS, TRANSACTIONS, MetaGroup, Parts,
+                             Transactional)
 
     try:
         declared = system.capabilities_for(system.default_settings(3), system.parse_options({}))
@@ -234,6 +235,8 @@ def _verify_system_parts(name: str, system: Any) -> None:
             _conforms(name, cls, protocol)
     if META_GROUP in has:
         _conforms(name, parts.inspector, MetaGroup)
+    if TRANSACTIONS in has:
+        _conforms(name, parts.db, Transactional)
 
 
 def protocol_methods(protocol: type) -> dict[str, Any]:

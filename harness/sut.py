@@ -52,8 +52,11 @@ DATA_FILES = "data-files"    # DB.data_dir / data_files name the node's on-disk 
 OFFSETS = "offsets"          # Inspector.state's leo / hw / log_start are the replica's own (scenario conditions)
 META_GROUP = "meta-group"    # DB.inspector.meta_group (the MetaGroup protocol): scenario roles `the metadata leader`
 REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (None while tiered storage is off)
+# DB.queue_client(request_timeout, name, group, txn) -> QueueClient: transactional producers and consumer
+# groups (the `queue` workload, workloads/queue.py); `name` is unique per process (a transactional id)
+TRANSACTIONS = "transactions"
 CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP,
-                REMOTE_TIER)
+                REMOTE_TIER, TRANSACTIONS)
 
 
 class Unsupported(RuntimeError):
@@ -126,6 +129,12 @@ class DefiniteError(ClientError):
 class IndefiniteError(ClientError):
     """The operation may have taken effect: the history records `info`, and the
     process is not reused (Jepsen's rule)."""
+
+
+class Fenced(DefiniteError):
+    """The operation did not take effect and this client cannot go on (a transactional
+    producer another one fenced, or that its coordinator timed out): `fail`, and the
+    process retires (a new process gets a new client)."""
 
 
 class AbsentError(DefiniteError):
@@ -207,6 +216,60 @@ class LogClient(Protocol):
         """One past the last record of key a consumer can read."""
 
     async def close(self) -> None: ...
+
+
+# -- the client of the queue workload (TRANSACTIONS) ---------------------------
+@runtime_checkable
+class QueueClient(Protocol):
+    """One process's producer and consumer for the `queue` workload (Jepsen's queue
+    ops, workloads/queue.py); blocking work runs off the event loop. Errors:
+    DefiniteError (`fail`: nothing took effect; the consumer is back at its committed
+    position), Fenced (`fail`, and the process retires), IndefiniteError or anything
+    else (`info`: a commit whose outcome is unknown; the process retires)."""
+
+    async def ready(self, timeout: float) -> None:
+        """Wait until the system serves transactions and consumer groups (a transaction
+        coordinator and a group coordinator answer); TimeoutError (one line) if not."""
+
+    async def subscribe(self, keys: list[int]) -> None:
+        """Join the run's consumer group for these keys; the group assigns them."""
+
+    async def assign(self, keys: list[int]) -> None:
+        """Consume these keys, from the group's committed positions (no membership)."""
+
+    async def txn(self, mops: list[list], abort: bool = False) -> list[list]:
+        """One transaction of micro-ops ["send", key, value] / ["poll"], the polled
+        positions committed inside it -> the completed micro-ops ["send", key, [offset,
+        value]] / ["poll", {key: [[offset, value], ...]}]. `abort`: abort it on purpose at
+        the end (DefiniteError, with the completed micro-ops in `.completed`)."""
+
+    async def send(self, key: int, value: Any) -> int:
+        """One send outside a transaction -> its offset."""
+
+    async def poll(self) -> dict[int, list[tuple[int, Any]]]:
+        """One poll outside a transaction (the positions committed after it)."""
+
+    def rebalances(self) -> list[tuple[str, list[int]]]:
+        """What the group did since the last call, in order: ("revoke", keys kept) and
+        ("assign", keys now held); a subscribed consumer's only."""
+
+    async def committed_reads(self, key: int, offset: int) -> tuple[list[tuple[int, Any]], bool]:
+        """Committed records of key from offset on (read_committed), and whether the
+        read reached the end of what is committed (the final reads)."""
+
+    async def stable(self, key: int) -> bool:
+        """No transaction is open on key: everything in its log is committed or aborted."""
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Transactional(Protocol):
+    """TRANSACTIONS: a DB that hands out queue clients."""
+
+    def queue_client(self, request_timeout: float, name: str, group: str, txn: bool = True) -> QueueClient:
+        """One process's client: `name` unique per process (a transactional id), `group` the run's
+        consumer group, `txn` False for a plain producer."""
 
 
 # -- capabilities -------------------------------------------------------------
@@ -381,14 +444,15 @@ class Parts:
     pausable: type | None = None      # Pausable: db.pausable (PAUSE)
     inspector: type | None = None     # Inspector (and MetaGroup with META_GROUP): db.inspector
     remote_tier: type | None = None   # RemoteTier: db.remote_tier (REMOTE_TIER)
+    queue_client: type | None = None  # QueueClient: what db.queue_client() returns (TRANSACTIONS; the DB is Transactional)
 
 
 # Which Parts field hands out each capability's object, and its Protocol (what registration checks).
 PART_PROTOCOLS = {"db": DB, "client": LogClient, "process": Process, "pausable": Pausable, "inspector": Inspector,
-                  "remote_tier": RemoteTier}
+                  "remote_tier": RemoteTier, "queue_client": QueueClient}
 PART_OF = {PROCESS: "process", PAUSE: "pausable", INSPECT: "inspector", DUMP: "inspector",
            CHECKPOINTS: "inspector", EVENTS: "inspector", OFFSETS: "inspector", META_GROUP: "inspector",
-           REMOTE_TIER: "remote_tier", CLOCK: "db", DATA_FILES: "db"}
+           REMOTE_TIER: "remote_tier", CLOCK: "db", DATA_FILES: "db", TRANSACTIONS: "queue_client"}
 
 
 @dataclass(frozen=True)
@@ -451,10 +515,10 @@ def capabilities_of(db: DB) -> Capabilities:
 
 def require(db: DB, capability: str, needed_for: str = ""):
     """The capability's object of a set-up system (process, pausable, inspector, remote_tier; the DB
-    itself for clock and data-files), or Unsupported."""
+    itself for clock, data-files and transactions), or Unsupported."""
     capabilities_of(db).require(capability, needed_for)
     part = PART_OF[capability]
-    obj = db if part == "db" else getattr(db, part)
+    obj = db if part in ("db", "queue_client") else getattr(db, part)
     if obj is None:
         raise Unsupported(db.system.name, capability, needed_for, "this run hands out no object for it")
     return obj

@@ -95,8 +95,8 @@ class TieredStorage:
     speaks through its core: the core's action list, requests and replies, so a
     tiered input still gives one list of actions."""
 
-    def __init__(self, core: Any):
-        self.core = core                             # the replica.core.broker.BrokerCore that holds it
+    def __init__(self, core: Any):   # the BrokerCore that holds it (replica/core/broker.py; not imported: no cycle)
+        self.core = core
         self.segment_counter = 0                     # part of a new remote segment's id
         self.remote_segments: dict[str, list] = {}   # segment id -> its records, REMOTE_CACHE_SEGMENTS at most
 

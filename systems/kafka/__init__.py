@@ -41,7 +41,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         Parts, System, SystemOptions)
+                         TRANSACTIONS, Parts, System, SystemOptions)
 
 CONTROLLER = "ctl"
 ZOOKEEPER = "zk"
@@ -96,8 +96,12 @@ def plan_roles(settings: dict, options: KafkaOptions | None = None) -> dict:
     return {"controller": CONTROLLER}
 
 
+NO_TRANSACTIONS = ("Kafka {version} has no transactions or transactional offset commits (they came with 0.11, "
+                   "KIP-98); use --option version=0.11.0.3, 2.8.2 or 4.x")
+
+
 def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
-    """Every version; a remote tier only with tiered storage on (4.x)."""
+    """Every version; a remote tier only with tiered storage on (4.x); transactions from 0.11 on."""
     return {
         PROCESS: None, PAUSE: None, INSPECT: None, DUMP: None, CHECKPOINTS: None, EVENTS: None, DATA_FILES: None,
         OFFSETS: None,
@@ -105,6 +109,7 @@ def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
         REMOTE_TIER: None if _tiered(settings, options) else
         "tiered storage is off in this run: turn it on with --option tiered=true (Kafka 4.x), "
         "or the topic setting remote.storage.enable: true",
+        TRANSACTIONS: NO_TRANSACTIONS.format(version=options.version) if options.version.startswith("0.10.") else None,
     }
 
 
@@ -112,10 +117,11 @@ def parts() -> Parts:
     from systems.kafka.client import KafkaLogClient
     from systems.kafka.db import KafkaDb
     from systems.kafka.inspector import KafkaInspector
+    from systems.kafka.queue import KafkaQueueClient
     from systems.kafka.tiered import KafkaRemoteTier
 
     return Parts(db=KafkaDb, client=KafkaLogClient, process=KafkaDb, pausable=KafkaDb, inspector=KafkaInspector,
-                 remote_tier=KafkaRemoteTier)
+                 remote_tier=KafkaRemoteTier, queue_client=KafkaQueueClient)
 
 
 def check_settings(settings: dict, options: KafkaOptions) -> None:

@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import field_validator, model_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, META_GROUP, OFFSETS, PAUSE, PROCESS,
-                         REMOTE_TIER, Parts, System, SystemOptions)
+                         REMOTE_TIER, TRANSACTIONS, Parts, System, SystemOptions)
 
 STORAGE = ("file", "memory")
 MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there is no replica to read back "
@@ -96,6 +96,8 @@ def capabilities_for(settings: dict, options: NatsOptions) -> dict:
         EVENTS: "nats-server logs no truncations or ISR changes",
         CLOCK: "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
         REMOTE_TIER: "JetStream has no tiered storage",
+        TRANSACTIONS: "JetStream has no transactions spanning subjects and no consumer offsets committed "
+                      "inside one (the queue workload's exactly-once processing)",
     }
 
 

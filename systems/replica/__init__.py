@@ -11,7 +11,7 @@ from typing import Literal
 
 from replica.protocol import ERAS
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         Parts, System, SystemOptions)
+                         TRANSACTIONS, Parts, System, SystemOptions)
 
 CONTROLLER = "ctl"
 STORE = "store"          # tiered storage's object store (replica.remote_store), when enabled
@@ -36,7 +36,8 @@ def capabilities_for(settings: dict, options: ReplicaOptions) -> dict:
     return {PROCESS: None, PAUSE: None, INSPECT: None, DUMP: None, CHECKPOINTS: None, EVENTS: None, CLOCK: None,
             DATA_FILES: None, OFFSETS: None,
             REMOTE_TIER: None if tiered(settings) else "tiered storage is off in this run: turn it on with "
-                                                       "--set remote.storage.enable=true"}
+                                                       "--set remote.storage.enable=true",
+            TRANSACTIONS: "the replica has no transactions and no consumer groups (Kafka's protocol before 0.11)"}
 
 
 def parts() -> Parts:
