@@ -214,7 +214,7 @@ def test_a_bad_op_on_the_fast_path_still_names_its_line(tmp_path):
     ["{:process 0, \"type\" :invoke, :f :w, :value \"a\"}", "{:process 1 :type :ok :f :w :value nil}"],
 ])
 def test_the_fast_path_reads_maps_whatever_their_key_names_like_edn_format(tmp_path, ops):
-    from checkers.input.history import _fast_edn, _read_edn_slow
+    from history.formats import _fast_edn, _read_edn_slow
 
     text = "[" + "\n ".join(ops) + "]\n"
     path = write_text(tmp_path, "h.edn", text)
