@@ -230,8 +230,8 @@ def run(
     workload: Optional[str] = typer.Option(None, help=f"the workload: {_registered_names('replog.workloads')} "
                                            f"(default log; docs/workloads.md)", callback=registered("replog.workloads")),
     workload_option: List[str] = typer.Option([], "--workload-option",
-                                              help="a workload option key=value, repeatable (queue: txn, "
-                                                   "consumer, abort_p, max_txn_len)"),
+                                              help="a workload option key=value, repeatable (each workload's options and their "
+                                                   "defaults: docs/reference/faults.md)"),
     nemesis: Optional[str] = typer.Option(None, help=f"comma list of faults: {_registered_names('replog.faults')} "
                                           f"(default none; docs/reference/faults.md says which systems support each)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
