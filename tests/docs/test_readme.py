@@ -48,5 +48,12 @@ def test_the_systems_table_lists_what_each_system_supports():
     for name, system in registry.load_all(registry.SYSTEMS).items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}`")), None)
         assert row is not None, f"README's systems table has no row for {name}"
-        listed = {f.strip() for f in row.split("|")[3].split(",")}
-        assert listed == {f for f, kind in faults.items() if system.supports(kind)}, (name, listed)
+        entries = [f.strip() for f in row.split("|")[3].split(",")]
+        listed = {e for e in entries if "(" not in e}
+        with_option = {e.split("(")[0].strip() for e in entries if "(" in e}   # "remote-store (with ... on)"
+        capabilities = system.capabilities_in()   # with the defaults
+        missing = {f: capabilities[next(n for n in kind.needs if not capabilities.has(n))]
+                   for f, kind in faults.items() if not all(capabilities.has(n) for n in kind.needs)}
+        assert listed == set(faults) - set(missing), (name, listed)
+        # a fault listed "with" something is one the defaults lack for a reason that says how to turn it on
+        assert all(f in missing and "turn it on" in missing[f] for f in with_option), (name, with_option, missing)
