@@ -40,8 +40,7 @@ def test_every_findings_entry_says_when_on_what_and_how():
 
 
 def test_the_systems_table_lists_what_each_system_supports():
-    """The README's systems table names, per system, the faults the registry says it supports: every one it
-    supports by default, and those it supports once a setting turns them on."""
+    """The README's systems table names, per system, exactly the faults the registry says it supports."""
     from harness import registry
 
     text = (REPO / "README.md").read_text()
@@ -49,10 +48,12 @@ def test_the_systems_table_lists_what_each_system_supports():
     for name, system in registry.load_all(registry.SYSTEMS).items():
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}`")), None)
         assert row is not None, f"README's systems table has no row for {name}"
-        listed = {f.strip() for f in row.split("|")[3].split(",")}
-        capabilities = system.capabilities_in()  # the default configuration
-        by_default = {f for f, kind in faults.items() if capabilities.supports(kind)}
-        assert by_default <= listed, (name, by_default - listed)
-        for fault in listed - by_default:  # listed though off by default: the code says how to turn it on
-            reasons = [capabilities[need] or "" for need in faults[fault].needs if not capabilities.has(need)]
-            assert all("turn it on" in why for why in reasons), (name, fault, reasons)
+        entries = [f.strip() for f in row.split("|")[3].split(",")]
+        listed = {e for e in entries if "(" not in e}
+        with_option = {e.split("(")[0].strip() for e in entries if "(" in e}   # "remote-store (with ... on)"
+        capabilities = system.capabilities_in()   # with the defaults
+        missing = {f: capabilities[next(n for n in kind.needs if not capabilities.has(n))]
+                   for f, kind in faults.items() if not all(capabilities.has(n) for n in kind.needs)}
+        assert listed == set(faults) - set(missing), (name, listed)
+        # a fault listed "with" something is one the defaults lack for a reason that says how to turn it on
+        assert all(f in missing and "turn it on" in missing[f] for f in with_option), (name, with_option, missing)
