@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 
-from checkers import absence, linearizability
+from checkers import linearizability
 from checkers.checker import StoreData, merge_valid
 from checkers.input.flatten import flatten, flatten_dumps
 from checkers.input.history import HistoryError, iter_jsonl
@@ -120,7 +120,6 @@ def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing:
 
     skipped: checkers that do not apply (name -> why); default: those the store's system
     cannot feed (`not_applicable`)."""
-    absence.apply(checkers, store_dir)  # keys whose log was gone after recovery: their sends are lost
     skipped = not_applicable(store_dir) if skipped is None else skipped
     for name, why in skipped.items():
         if name in checkers:
@@ -227,7 +226,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
 
 
 PARQUET_MADE = "made.json"
-PARQUET_FORMAT = 4  # bump when the tables' columns or their meaning change (4: sessions per key)
+PARQUET_FORMAT = 5  # bump when the tables' columns or their meaning change (5: ends.absent)
 
 
 def parquet_sources(store_dir: str) -> dict:
