@@ -98,7 +98,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from checkers.input.flatten import decode_value, flatten
+from checkers.input.flatten import decode_value, encode_value, flatten
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("log")
@@ -174,6 +174,26 @@ def absent_losses(result: dict, gone: dict[int, tuple[str, int]], sends: list[tu
     result["lost_with_absent_logs"] = len(new)
     if counts["lost-write"]:
         result["valid"] = False
+
+
+def lost_sends(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> list[dict]:
+    """Every acknowledged send this checker finds lost (lost-write, unseen, read-then-lost,
+    and those to keys whose log was gone), not only the examples: {key, offset, value, op
+    (the acknowledgement's index), anomaly}, in key, offset order. A scenario's list of
+    lost writes is this, so it and the checker's counts are one definition."""
+    found = _lost_and_unseen(sends, reads, {row[0] for row in ends}, limit=None)
+    found["read-then-lost"] = _read_then_lost(sends, reads, {row[0]: row[1] for row in ends}, limit=None)
+    out = {}
+    for name in ("lost-write", "unseen", "read-then-lost"):
+        for e in found[name][1]:
+            out[(e["key"], e["offset"], encode_value(e["value"]))] = {
+                "key": e["key"], "offset": e["offset"], "value": e["value"], "op": e["ops"][0], "anomaly": name}
+    gone = absent_ends(ends)
+    for key, value, offset, kind, _p, _inv, done in sends:
+        if key in gone and kind == "ok" and offset is not None:
+            out[(key, offset, value)] = {"key": key, "offset": offset, "value": decode_value(value), "op": done,
+                                         "anomaly": "lost-write", "absent": gone[key][0]}
+    return [out[k] for k in sorted(out, key=lambda k: (k[0], k[1], k[2]))]
 
 
 def _lost_rows(sends, reads) -> list[tuple]:
@@ -263,7 +283,7 @@ def _aborted_reads(sends, reads):
         for (key, value), (offsets, ops) in found[:MAX_EXAMPLES]]
 
 
-def _lost_and_unseen(sends, reads, ended: set[int]):
+def _lost_and_unseen(sends, reads, ended: set[int], limit: int | None = MAX_EXAMPLES):
     read_values = {(r[0], r[2]) for r in reads}
     max_read: dict[int, tuple[int, int]] = {}  # key -> (max offset, first poll index reading it)
     for key, offset, _v, _p, index, *_ in reads:
@@ -287,17 +307,17 @@ def _lost_and_unseen(sends, reads, ended: set[int]):
         "lost-write": (len(lost), [
             {"key": k, "value": decode_value(v), "offset": o, "max_read_offset": b[0],
              "ops": [done, b[1]]}
-            for k, o, v, b, done in lost[:MAX_EXAMPLES]]),
+            for k, o, v, b, done in lost[:limit]]),
         "unseen": (len(unseen), [
             {"key": k, "value": decode_value(v), "offset": o,
              "max_read_offset": b[0] if b else None, "ops": [done]}
-            for k, o, v, b, done in unseen[:MAX_EXAMPLES]]),
+            for k, o, v, b, done in unseen[:limit]]),
         "undecided-unseen": (len(undecided),
                              sorted({k for k, _o, _v in sorted(undecided)[:MAX_EXAMPLES]})),
     }
 
 
-def _read_then_lost(sends, reads, end_of: dict[int, int] | None = None):
+def _read_then_lost(sends, reads, end_of: dict[int, int] | None = None, limit: int | None = MAX_EXAMPLES):
     """Acknowledged, read by some poll, missing from final reads that reach its offset or
     end at or below it (`end_of`: key -> end offset, the keys whose final reads completed)."""
     end_of = end_of or {}
@@ -319,7 +339,7 @@ def _read_then_lost(sends, reads, end_of: dict[int, int] | None = None):
     return len(found), [
         {"key": k, "value": decode_value(v), "offset": o, "max_final_offset": top,
          "ops": [done, read]}
-        for k, o, v, done, read, top in found[:MAX_EXAMPLES]]
+        for k, o, v, done, read, top in found[:limit]]
 
 
 def _known_ranks(sends, reads) -> dict[int, dict[int, int]]:

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 
 from checkers import linearizability
-from checkers.checker import StoreData, merge_valid
+from checkers.checker import StoreData, data_checkers, merge_valid
 from checkers.input.flatten import flatten, flatten_dumps
 from checkers.input.history import HistoryError, iter_jsonl
 from harness import registry
@@ -49,9 +49,19 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     dumps, missing = read_dumps(store_dir)
     records, replicas = flatten_dumps(dumps)
     data = StoreData(sends, reads, records, replicas, dumps_complete=not missing, ends=flat.ends)
-    checkers = {name: checker.check(data) for name, checker in registry.load_all(registry.CHECKERS).items()}
+    checkers = {name: checker.check(data) for name, checker in data_checkers(registry.load_all(registry.CHECKERS)).items()}
     add_times(store_dir, checkers.get("linearizability") or {})
-    return assemble(checkers, stats, engine, truncated, missing, store_dir)
+    return judge_run(store_dir, data, assemble(checkers, stats, engine, truncated, missing, store_dir))
+
+
+def judge_run(store_dir: str, data: StoreData | None, results: dict) -> dict:
+    """The judging checkers (Checker.judge) over the other checkers' results, both engines."""
+    for checker in registry.load_all(registry.CHECKERS).values():
+        if getattr(checker, "judge", None) is not None:
+            judged = checker.judge(store_dir, data, results)
+            if judged is not None:
+                results = judged
+    return results
 
 
 def check_history_file(path: str, engine: str = "local", master: str | None = None) -> dict:
@@ -66,7 +76,7 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
     from checkers.input.history import read_history
 
     history = iter_jsonl(path) if path.endswith((".jsonl", ".json")) else read_history(path)
-    registered = registry.load_all(registry.CHECKERS)
+    registered = data_checkers(registry.load_all(registry.CHECKERS))
     skipped = {name: f"{os.path.basename(path)} is a lone history, without the "
                      f"{', '.join(checker.needs)} this checker reads"
                for name, checker in registered.items() if getattr(checker, "needs", ())}
@@ -106,7 +116,7 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         return {}
     lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
     out = {}
-    for cname, checker in registry.load_all(registry.CHECKERS).items():
+    for cname, checker in data_checkers(registry.load_all(registry.CHECKERS)).items():
         lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n) or n in lacks]
         if lacking:
             out[cname] = (f"system {name!r} cannot give what this checker reads ({', '.join(lacking)}): "
@@ -221,7 +231,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
                        complete={run: not p[4] for run, p in prepared.items()})
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
         add_times(store_dir, found[run].get("linearizability") or {})
-        out[store_dir] = assemble(found[run], stats, "spark", truncated, missing, store_dir)
+        out[store_dir] = judge_run(store_dir, None, assemble(found[run], stats, "spark", truncated, missing, store_dir))
     return out
 
 

@@ -27,6 +27,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from checkers.checker import data_checkers
 from harness import registry
 
 NO_DRIVER = {"valid": "unknown", "note": "no spark driver"}
@@ -56,7 +57,7 @@ class SparkJob:
 def drivers() -> dict[str, object]:
     """Registered checker name -> its Spark driver module (None: it has none)."""
     out = {}
-    for name, checker in registry.load_all(registry.CHECKERS).items():
+    for name, checker in data_checkers(registry.load_all(registry.CHECKERS)).items():
         module = getattr(checker, "spark", None)
         try:
             out[name] = importlib.import_module(module) if module else None
