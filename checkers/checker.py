@@ -5,7 +5,7 @@ flattened inputs, and optionally its Spark driver. The names it can report are i
 
 A checker may instead judge the run as a whole from the other checkers'
 results (`judge`, e.g. a scenario's verdict against what its script
-allows): it runs after them, in either engine (checkers.store.judge_run),
+allows): it runs after them, in either engine (checkers.check_store.judge_run),
 and returns the results document it makes of them, or None for a store that
 is not its kind; its `check` is never called."""
 from __future__ import annotations
@@ -29,14 +29,14 @@ def merge_valid(verdicts: Iterable) -> bool | str:
 
 @dataclass(frozen=True)
 class StoreData:
-    """A store's history and replica dumps, flattened (checkers.input.flatten)."""
+    """A store's history and replica dumps, flattened (history.flatten)."""
 
     sends: list
     reads: list
     records: list
     replicas: list
     dumps_complete: bool  # every data node left a readable dump
-    ends: list = ()       # keys read to their end in the final phase (checkers.input.flatten ends)
+    ends: list = ()       # keys read to their end in the final phase (history.flatten ends)
 
 
 @dataclass(frozen=True)

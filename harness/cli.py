@@ -92,7 +92,7 @@ def registered(group: str):
 def print_json(store: Path | None, code: int, results: dict | None = None) -> None:
     """For machines: the whole result with the verdict and the store path, one JSON document on stdout."""
     if results is None and store is not None:
-        from harness.store import read_results
+        from harness.run_store import read_results
 
         results = read_results(store)
     doc = dict(results) if isinstance(results, dict) else {"valid": "unknown", "error": "no results.json"}
@@ -118,7 +118,7 @@ def campaign_json(path: Path | None, code: int) -> None:
         doc = json.loads((path / "summary.json").read_text())
     else:
         from harness.campaign.cli import run_code
-        from harness.store import read_results
+        from harness.run_store import read_results
 
         runs = {}
         for hist in sorted(path.rglob("history.jsonl")) if path is not None else []:
@@ -228,7 +228,7 @@ def run(
     """Create a cluster, run the workload under faults, check the history."""
     from harness.runner import Run, RunError
     from harness.spec import SpecError, build_spec, parse_options, parse_settings
-    from harness.store import StoreError
+    from harness.run_store import StoreError
 
     try:
         settings = parse_settings(set_) if set_ else None
@@ -271,7 +271,7 @@ def check(
     """Re-check a store (also a partial one): writes results.json. A history file is
     checked as it is (nothing written)."""
     from harness import verdict
-    from harness.store import StoreError, validate_store
+    from harness.run_store import StoreError, validate_store
 
     if store.is_file():
         _check_history_file(store, engine, master, json_out)
@@ -297,7 +297,7 @@ def check(
 
 def _check_history_file(path: Path, engine: str, master: Optional[str], json_out: bool) -> None:
     """`harness check FILE`: the history checkers on a lone history; exits."""
-    from checkers.store import check_history_file
+    from checkers.check_store import check_history_file
     from harness import verdict
 
     try:
@@ -370,7 +370,7 @@ def check_history(
 @app.command()
 def report(store: Path = typer.Argument(..., help="a run directory")):
     """Build report.html for a store."""
-    from harness.store import StoreError, validate_store
+    from harness.run_store import StoreError, validate_store
 
     try:
         path = validate_store(store)
@@ -378,6 +378,17 @@ def report(store: Path = typer.Argument(..., help="a run directory")):
         fail(str(e))
     build = _entry("reports", "build_report")
     typer.echo(str(build(str(path))))
+
+
+def _bench_entries():
+    """The benchmarks are not installed (bench/ beside the packages): run from a checkout."""
+    from harness.run_store import REPO_DIR
+
+    if not (REPO_DIR / "bench" / "engines").is_dir():
+        fail(f"harness bench runs from a checkout: {REPO_DIR}/bench/engines is missing")
+    if str(REPO_DIR) not in sys.path:
+        sys.path.insert(0, str(REPO_DIR))
+    return (_entry("bench.engines.synthetic", "run_bench"), _entry("bench.engines.from_jsonl", "run_jsonl_bench"))
 
 
 @app.command()
@@ -394,8 +405,7 @@ def bench(
                                    help="also from a history.jsonl of these many lines (comma list): convert, check, end to end"),
 ):
     """Checker benchmark: synthetic histories and dumps, both drivers timed against a same-run baseline."""
-    run_bench = _entry("checkers.bench.synthetic", "run_bench")
-    run_jsonl_bench = _entry("checkers.bench.from_jsonl", "run_jsonl_bench")
+    run_bench, run_jsonl_bench = _bench_entries()
     size_list, jsonl_list = [], []
     for option, text, out_list in (("--sizes", sizes, size_list), ("--from-jsonl", from_jsonl, jsonl_list)):
         try:
@@ -508,12 +518,12 @@ def scenario(
     runs: int = typer.Option(1, "--runs", help="--compare: runs per variant and release"),
     from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
-    """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
+    """Run a scripted fault scenario (scenarios/README.md)."""
     if compare:
         compare_command = _comparison(system)
         raise typer.Exit(compare_command(name, store_root, runs=runs, from_store=from_store, subnet=subnet,
                                          backend=backend))
-    run_command = _entry("nemesis.scenarios.cli", "run_command")
+    run_command = _entry("scenarios.cli", "run_command")
     with stdout_to_stderr(json_out) as lines:  # the store path is the last line printed
         code = run_command(name, str(file) if file else None, variant, list_=list_, backend=backend, system=system,
                            expect=expect, store_root=store_root, subnet=subnet,
@@ -543,13 +553,13 @@ def export(
     out: Optional[Path] = typer.Option(None, "--out", help="output file (default STORE/history.FORMAT)"),
 ):
     """Write the run's history in another format."""
-    from harness.store import StoreError, validate_store
+    from harness.run_store import StoreError, validate_store
 
     try:
         path = validate_store(store)
     except StoreError as e:
         fail(str(e))
-    history = importlib.import_module("checkers.input.history")
+    history = importlib.import_module("history.formats")
     target = out or path / f"history.{format_.value}"
     if target.resolve() == (path / "history.jsonl").resolve():
         fail(f"--out {target} is the run's own history; pick another file")
@@ -571,7 +581,7 @@ def repeat(
     subnet: str = typer.Option("10.214.3.0/24", help="host subnet of the runs"),
 ):
     """Run every asserted cell of the scenario table N times: counts and medians."""
-    repeat_main = _entry("nemesis.scenarios.repeat", "main")
+    repeat_main = _entry("scenarios.repeat", "main")
     argv = ["--runs", str(runs), "--store", store_root, "--subnet", subnet]
     for name in only:
         argv += ["--only", name]

@@ -58,7 +58,7 @@ BUILTINS: dict[str, dict[str, str]] = {
              "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
                "linearizability": "checkers.linearizability:CHECKER",
-               "scenario": "nemesis.scenarios.results:CHECKER"},
+               "scenario": "scenarios.results:CHECKER"},
 }
 SYSTEMS_PACKAGE = "systems"  # systems/<name>/__init__.py defines SYSTEM
 

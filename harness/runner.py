@@ -3,7 +3,7 @@ scripted) + workload -> history -> collect -> check -> exit code.
 
 There is one runner. A `Program` says what happens between setup and the
 final phase: `RandomProgram` (the workload's random clients plus the seeded
-fault schedule, nemesis.schedule) or a scenario (nemesis.scenarios.program:
+fault schedule, nemesis.schedule) or a scenario (scenarios.program:
 its script compiled to steps). Both feed a step stream to
 `harness.steps.run_steps`, whose fault steps go to the one
 `nemesis.nemesis.Nemesis`. Everything a run starts (clients, step stream,
@@ -37,10 +37,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import AsyncIterator, Mapping, Protocol
 
-from harness import registry, store as run_store, verdict
+from harness import registry, run_store, verdict
 from harness.cleanup import RunRecord, release
 from harness.cluster.base import ClusterError
-from harness.history import FINAL_READS, HistoryWriter
+from history.writer import FINAL_READS, HistoryWriter
 from harness.progress import Progress
 from harness.sampler import Sampler
 from harness.spec import TestSpec

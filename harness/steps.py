@@ -1,5 +1,5 @@
 """Steps: what the runner executes, whether they come from the random
-schedule (nemesis.schedule) or from a scenario script (nemesis.scenarios.compile).
+schedule (nemesis.schedule) or from a scenario script (scenarios.compile).
 
 A step stream is an async iterator of objects with `action` (a word for the
 log), `async run(ctx) -> dict` and optional scenario bookkeeping (`index`,
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol
 
-from harness.history import SCENARIO, HistoryWriter
+from history.writer import SCENARIO, HistoryWriter
 from harness.spec import TestSpec
 from harness.sut import DB, HostPlan, System
 

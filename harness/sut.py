@@ -91,10 +91,14 @@ class KeyMeta:
     epoch: int | None = None           # leader epoch / term; grows with each election
     replicas: tuple[str, ...] = ()     # assigned replicas, in assignment order
     isr: tuple[str, ...] = ()          # in-sync (Kafka) / current (Raft) replicas
+    view: str | None = None            # whose answer this is, where the system asks several nodes
 
     def as_json(self) -> dict:
-        return {"leader": self.leader, "leader_epoch": self.epoch,
-                "replicas": list(self.replicas), "isr": list(self.isr)}
+        out = {"leader": self.leader, "leader_epoch": self.epoch,
+               "replicas": list(self.replicas), "isr": list(self.isr)}
+        if self.view is not None:
+            out["view_from"] = self.view
+        return out
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,7 @@ class ReplicaState:
     isr: tuple[str, ...] = ()          # as the leader sees it
     local_log_start: int | None = None  # tiered storage: first offset held locally
     remote_end: int | None = None       # tiered storage: one past the last remote offset (-1: none)
+    view: str | None = None             # whose answer leader/epoch/isr are, where several nodes were asked
 
     def as_json(self) -> dict:
         """One entry of a samples.jsonl line's `state.partitions` (docs/interfaces.md)."""
@@ -119,6 +124,8 @@ class ReplicaState:
                "log_start": self.log_start, "isr": list(self.isr)}
         if self.local_log_start is not None:
             out.update(local_log_start=self.local_log_start, remote_end=self.remote_end)
+        if self.view is not None:
+            out["view_from"] = self.view
         return out
 
 

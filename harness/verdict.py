@@ -2,12 +2,12 @@
 unknown or error). The one place that decides what results.json says: the
 checkers' results (a scenario's verdict among them: the `scenario` checker,
 rebuilt from the history by every `harness check`), written once by
-harness.store.write_results."""
+harness.run_store.write_results."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness import store as run_store
+from harness import run_store
 
 
 def exit_code(results: dict | None) -> int:
@@ -23,7 +23,7 @@ def _judged(store_dir, checked: dict) -> dict:
     section = run_store.read_scenario_section(store_dir)
     if section is None:
         return checked
-    from nemesis.scenarios.results import judge
+    from scenarios.results import judge
 
     return judge(checked, section)
 
@@ -69,7 +69,7 @@ def first_times(store_dir, results: dict) -> dict:
 
 def check_store(store_dir: Path, engine: str = "local", master: str | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
-    from checkers import store as checkers_store
+    from checkers import check_store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
     results = first_times(store_dir, _judged(store_dir, checked))
@@ -78,8 +78,8 @@ def check_store(store_dir: Path, engine: str = "local", master: str | None = Non
 
 
 def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: bool = False) -> dict[str, dict]:
-    """Many stores in one Spark job (checkers.store.check_campaign); writes each results.json."""
-    from checkers.store import check_campaign
+    """Many stores in one Spark job (checkers.check_store.check_campaign); writes each results.json."""
+    from checkers.check_store import check_campaign
 
     out = {}
     for store_dir, checked in check_campaign(store_dirs, master=master, skip_bad=skip_bad).items():
@@ -93,7 +93,7 @@ def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: boo
 
 def unchecked(store_dir: Path, reason: str) -> dict:
     """results.json of a run whose checkers did not run (--no-check, or they failed)."""
-    from checkers.store import judge_run
+    from checkers.check_store import judge_run
 
     results = judge_run(str(store_dir), None, {"valid": "unknown", "error": reason})
     run_store.write_results(store_dir, results)

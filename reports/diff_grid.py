@@ -102,7 +102,7 @@ def differences_by_key(results: dict | None, dumps: dict[str, dict]) -> dict[int
 
 def _differences_of(dumps: dict[str, dict]) -> list[dict]:
     """The checker's own `differences` over the dumps (no results.json to read them from)."""
-    from checkers.input.flatten import flatten_dumps
+    from history.flatten import flatten_dumps
     from checkers.replica_diff import differences
 
     try:

@@ -30,7 +30,7 @@ from .linear_page import ROW as LINEAR_ROW
 from .linear_page import WIDTH as LINEAR_WIDTH
 from .linear_page import panels as linear_panels
 from .node_events import read_node_events
-from .store import read_store
+from .store_reader import read_store
 from .story import focus_offsets, held_values, plot_marks, stories
 from .timeline import windows
 from .topology import topologies
@@ -135,7 +135,7 @@ def paused_gc():
 def _leo_drops(samples: list[dict]) -> list[dict]:
     """Truncations the sampler saw, for runs that no scenario analysed."""
     try:
-        from nemesis.scenarios.results import leo_drops
+        from scenarios.results import leo_drops
     except ImportError:
         return []
     try:

@@ -352,7 +352,7 @@ def parse_model(spec: str | Model) -> Model:
     if initial_text:
         import edn_format
 
-        from checkers.input.history import _plain
+        from history.formats import _plain
 
         try:
             initial = _plain(edn_format.loads(initial_text))

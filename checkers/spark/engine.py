@@ -9,7 +9,7 @@ spark driver"}`, never absent. A driver module has
 - optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark.flags)
   that join the one shared flag job; `job.top()` is its collected answer.
 
-Input: Parquet run dirs written by `checkers.input.parquet` (each row tagged with its
+Input: Parquet run dirs written by `history.parquet` (each row tagged with its
 run name). The tables of `checkers.spark.tables` are built (their per-key facts
 cached) once and shared by the drivers; every driver's flags are collected by
 one job; beside it, the window over each key's calls in time order

@@ -32,7 +32,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.input.flatten import decode_value
+from history.flatten import decode_value
 from checkers.log_anomalies import ANOMALIES, MAX_OPS, absent_ends, absent_losses, summarize
 from checkers.spark.details import Request, lookup
 from checkers.spark.flags import flag
@@ -209,7 +209,7 @@ def results(tables: Tables, top: dict) -> dict[str, dict]:
 def _absent(tables: Tables, out: dict[str, dict]) -> None:
     """Keys whose log was gone (ends.absent): their few rows are collected and
     `checkers.log_anomalies.absent_losses` counts them, as the in-process kernel does."""
-    from checkers.input.flatten import END_COLUMNS, READ_COLUMNS, SEND_COLUMNS
+    from history.flatten import END_COLUMNS, READ_COLUMNS, SEND_COLUMNS
 
     ends = tables.ends.where(F.col("absent").isNotNull()).select("k", *END_COLUMNS[1:]).collect()
     if not ends:

@@ -119,7 +119,7 @@ def partition_meta(p: dict) -> KeyMeta:
     """KeyMeta from one partition of a DescribeTopicPartitions answer."""
     return KeyMeta(leader=node_name(p.get("leader_id")), epoch=p.get("leader_epoch"),
                    replicas=tuple(node_name(b) for b in p.get("replica_nodes") or ()),
-                   isr=tuple(node_name(b) for b in p.get("isr_nodes") or ()))
+                   isr=tuple(node_name(b) for b in p.get("isr_nodes") or ()), view=p.get("view_from"))
 
 
 def elr(p: dict) -> tuple[str, ...]:
@@ -147,10 +147,16 @@ class _Poller:
 class KafkaLogClient:
     def __init__(self, bootstrap: list[tuple[str, int]], request_timeout: float = 5.0,
                  idempotent: bool = False, topic_config: dict | None = None, zk_version: str | None = None,
-                 controller: tuple[str, int] | None = None, broker_ids: list[int] | None = None):
+                 controller: tuple[str, int] | None = None, broker_ids: list[int] | None = None,
+                 names: dict[tuple[str, int], str] | None = None):
+        self.names = dict(names or {})     # (host, port) -> node name, for `view_from`
         self.zk_version = zk_version       # a ZooKeeper-era broker version: metadata from the Metadata API
         self.controller = controller       # ZooKeeper era: the controller broker, asked for metadata first
-        self.broker_ids = broker_ids       # ZooKeeper era: the topic's replicas go on these brokers only
+        # The topic's replicas go on these brokers, round-robin (the ZooKeeper era's controller
+        # broker is not among them): key k is led by the k-th broker at creation in every
+        # variant, so a seed gives the same leaders from run to run (KRaft's own placer
+        # starts at a random broker).
+        self.broker_ids = broker_ids
         self.topic_config = topic_config   # the DB's split of the run's settings (None: pick TOPIC_SETTINGS)
         self.brokers = list(bootstrap)
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)
@@ -211,7 +217,7 @@ class KafkaLogClient:
 
         def create() -> None:
             admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-            if self.broker_ids:   # Kafka's round-robin, over the data brokers (not the controller's)
+            if self.broker_ids:   # round-robin over the data brokers
                 ids = self.broker_ids
                 assignment = [[ids[(p + i) % len(ids)] for i in range(replication_factor)] for p in range(keys)]
                 new = NewTopic(TOPIC, keys, replica_assignment=assignment,
@@ -233,26 +239,67 @@ class KafkaLogClient:
 
     async def describe(self) -> dict[int, dict]:
         """The partitions of the topic as DescribeTopicPartitions answers them
-        (systems/kafka/describe.py), from the first broker that answers."""
-        from systems.kafka.describe import describe_partitions, metadata_partitions, metadata_version
+        (systems/kafka/describe.py): every broker is asked at once and, per
+        partition, the freshest answer is kept (systems/kafka/freshest.py; each
+        says whose view it is in `view_from`). A broker cut off from the
+        controller keeps answering its own stale view, so the first answer is
+        not the one to believe (issue 42)."""
+        from systems.kafka.freshest import freshest
 
-        last: Exception | None = None
-        unknown: LookupError | None = None
-        for host, port in ([self.controller] if self.controller else []) + self.brokers:
-            try:
-                if self.zk_version is not None:   # no DescribeTopicPartitions before 3.8: the Metadata API
-                    return await metadata_partitions(host, port, TOPIC, min(2.0, self.request_timeout),
-                                                     metadata_version(self.zk_version))
-                return await describe_partitions(host, port, TOPIC, min(2.0, self.request_timeout))
-            except LookupError as e:   # the broker answered: no such topic
-                if self.zk_version is None:
-                    raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION: {e}") from None
-                unknown = e   # a ZooKeeper-era broker's metadata cache lags the controller's: ask the next one
-            except Exception as e:  # down, paused, cut off, or not ready: ask the next one
+        targets = ([self.controller] if self.controller else []) + \
+            [b for b in self.brokers if b != self.controller]
+        timeout = min(2.0, self.request_timeout)
+        tasks = [asyncio.create_task(self._describe_one(host, port, timeout)) for host, port in targets]
+        try:
+            await self._gather_answers(tasks, timeout)
+        finally:
+            for t in tasks:
+                t.cancel()
+        answers, unknown, last = [], None, None
+        for (host, port), t in zip(targets, tasks):
+            if not t.done() or t.cancelled():
+                continue
+            e = t.exception()
+            if e is None:
+                answers.append((self._name(host, port), t.result()))
+            elif isinstance(e, LookupError):   # the broker answered: no such topic
+                unknown = e
+            else:                                # down, paused, cut off, or not ready
                 last = e
+        if answers:   # a broker whose cache lags (no topic yet) is outvoted by one that knows it
+            return freshest(answers, controller=self._name(*self.controller) if self.controller else None)
         if unknown is not None:   # no broker knows the topic
             raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION: {unknown}")
         raise IndefiniteError(f"describe: no broker answered ({type(last).__name__}: {last})")
+
+    # After the first answer, how long the others may take: a live broker on this
+    # machine answers in milliseconds even under load, while a paused or cut-off
+    # one would hold the whole call for the full timeout.
+    ANSWER_GRACE = 0.5
+
+    async def _gather_answers(self, tasks: list, timeout: float) -> None:
+        """Wait until every broker answered, or ANSWER_GRACE after the first
+        answer, or the timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=max(0.0, deadline - loop.time()),
+                                               return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                return
+            if any(not t.cancelled() and t.exception() is None for t in tasks if t.done()):
+                deadline = min(deadline, loop.time() + self.ANSWER_GRACE)
+
+    async def _describe_one(self, host: str, port: int, timeout: float) -> dict[int, dict]:
+        from systems.kafka.describe import describe_partitions, metadata_partitions, metadata_version
+
+        if self.zk_version is not None:   # no DescribeTopicPartitions before 3.8: the Metadata API
+            return await metadata_partitions(host, port, TOPIC, timeout, metadata_version(self.zk_version))
+        return await describe_partitions(host, port, TOPIC, timeout)
+
+    def _name(self, host: str, port: int) -> str:
+        return self.names.get((host, port), f"{host}:{port}")
 
     async def send(self, key: int, value, acks: str = "all") -> int:
         loop = asyncio.get_running_loop()

@@ -166,7 +166,8 @@ class KafkaInspector:
                 tier = {"local_log_start": start, "remote_end": remote}
                 start = self._starts.get(key, start)
             out[key] = ReplicaState(key=key, role=role, leader=meta.leader, epoch=meta.epoch, leo=leo, hw=hw,
-                                    log_start=start, isr=meta.isr if role == "leader" else (), **tier)
+                                    log_start=start, isr=meta.isr if role == "leader" else (), view=meta.view,
+                                    **tier)
         return out
 
     async def more_dumps(self, timeout: float = 20.0) -> dict[str, dict]:

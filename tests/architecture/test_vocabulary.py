@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from checkers.store import check_store
+from checkers.check_store import check_store
 from checkers.vocabulary import ANOMALIES, VOCABULARY, of_checker
 from harness import registry
 from reports.anomalies import EXPLANATIONS, PHRASES

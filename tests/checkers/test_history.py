@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.input.history import HistoryError, read_history, write_edn, write_jsonl
+from history.formats import HistoryError, read_history, write_edn, write_jsonl
 from tests.checkers.testdata import KNOSSOS
 
 pytestmark = pytest.mark.unit
@@ -169,7 +169,7 @@ def knossos_files():
 
 
 def test_every_knossos_file_reads_the_same_on_the_fast_path_as_with_edn_format():
-    from checkers.input.history import _fast_edn, _read_edn_slow
+    from history.formats import _fast_edn, _read_edn_slow
 
     files = knossos_files()
     assert len(files) == 122
@@ -191,7 +191,7 @@ def test_every_knossos_file_reads_the_same_on_the_fast_path_as_with_edn_format()
     "{:process 0 :type :invoke :f :w :value [1 nil true :nil-ish \"a \\\"q\\\"\"]}",
 ])
 def test_what_the_fast_path_refuses_edn_format_reads_alike(tmp_path, body):
-    from checkers.input.history import _read_edn_slow
+    from history.formats import _read_edn_slow
 
     path = write_text(tmp_path, "h.edn", "[" + body + "\n {:process 0, :type :ok, :f :w}]\n")
     assert read_history(path) == _read_edn_slow(str(path), path.read_text())

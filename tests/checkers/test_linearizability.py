@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 from checkers import linearizability, log_anomalies
-from checkers.bench import synthetic
-from checkers.input.flatten import flatten
-from checkers.input.history import read_history
+from bench.engines import synthetic
+from history.flatten import flatten
+from history.formats import read_history
 from tests.checkers import log_histories
 from tests.checkers.synthetic_jsonl import write_history
 

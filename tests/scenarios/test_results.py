@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from checkers.store import check_store
-from harness import store as run_store
-from nemesis.scenarios import load_scenario, results
+from checkers.check_store import check_store
+from harness import run_store
+from scenarios import load_scenario, results
 from systems.replica.inspector import log_events
 
 pytestmark = pytest.mark.unit
@@ -76,7 +76,7 @@ def scenario_store(store, name: str, variant: str, aliases: dict, error: str | N
                    writes: list | None = None):
     """Make the store a scenario run's: scenario.json's declared outcome, and the ops the
     run appends to the history (bindings, the error, the log events, the end)."""
-    from harness.history import FINAL_READS, SCENARIO
+    from history.writer import FINAL_READS, SCENARIO
 
     scenario = load_scenario(name)
     (store / "scenario.json").write_text(json.dumps({"judged": results.declared(scenario, variant)}))

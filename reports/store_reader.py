@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.store import read_dumps as _read_dumps
-from harness.store import read_json, read_jsonl, read_results  # the store's tolerant readers (one set of them)
+from harness.run_store import read_dumps as _read_dumps
+from harness.run_store import read_json, read_jsonl, read_results  # the store's tolerant readers (one set of them)
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,9 @@ def read_dumps(nodes_dir: Path, problems: list[str]) -> dict[str, dict[str, Any]
 def read_edn_history(path: Path, problems: list[str]) -> list[dict[str, Any]]:
     """A Jepsen ``history.edn``, through the checkers' reader (the one EDN mapping)."""
     try:
-        from checkers.input.history import read_history
+        from history.formats import read_history
     except ImportError:
-        problems.append("history.edn found but checkers.input.history is not available to read it")
+        problems.append("history.edn found but history.formats is not available to read it")
         return []
     try:
         return [op for op in read_history(str(path)) if isinstance(op, dict)]

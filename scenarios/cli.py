@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from nemesis.scenarios.script import ScenarioError, list_scenarios, load_file, load_scenario
+from scenarios.script import ScenarioError, list_scenarios, load_file, load_scenario
 
 
 def _err(msg: str) -> int:
@@ -67,8 +67,8 @@ def run_command(name: str | None, file: str | None, variant: str | None, list_: 
         return _err(f"{scenario.name} declares no verdict for variant {variant}; run without --expect")
     from harness.runner import Run, RunError
     from harness.spec import SpecError
-    from nemesis.scenarios.program import ScenarioProgram, scenario_spec
-    from nemesis.scenarios.script import check_run_hosts
+    from scenarios.program import ScenarioProgram, scenario_spec
+    from scenarios.script import check_run_hosts
 
     try:
         from harness.spec import parse_options

@@ -3,7 +3,7 @@
 Why: after parsing, the per-op Python bookkeeping (pairing an invocation
 with its completion, numbering sessions, counting each stream's reads) was
 the other half of the conversion's cost. A run is a stretch of a block's
-lines (`checkers.input.jsonl_scan`) holding no op that changes a session or the
+lines (`history.jsonl_scan`) holding no op that changes a session or the
 phase (a reset, the nemesis "final" op) and no op the scanner could not
 prove; within it every stream's session and the phase are constant, so the
 bookkeeping becomes sorts and cumulative sums (a process's session, with the
@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from checkers.input.flatten import encode_value
-from checkers.input.jsonl_scan import INVOKE, OK, OTHER, POLL, SEND, TYPE_NAMES, Block, ranges
-from checkers.input.column_flatten import ColumnFlattener
+from history.flatten import encode_value
+from history.jsonl_scan import INVOKE, OK, OTHER, POLL, SEND, TYPE_NAMES, Block, ranges
+from history.column_flatten import ColumnFlattener
 
 _TYPE_TEXT = pa.array(TYPE_NAMES)
 

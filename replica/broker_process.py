@@ -1,4 +1,4 @@
-"""The broker process: ``python3 -m replica.broker --id N --listen HOST:PORT
+"""The broker process: ``python3 -m replica.broker_process --id N --listen HOST:PORT
 --controller HOST:PORT --data-dir DIR --era hw|kip101|epoch --cluster-secret-file F
 [--config F] [--set k=v]``.
 
@@ -137,7 +137,7 @@ class BrokerShell(Shell):
 
 
 def parse_args(argv):
-    parser = process_arguments("python3 -m replica.broker")
+    parser = process_arguments("python3 -m replica.broker_process")
     parser.add_argument("--id", type=int, required=True)
     parser.add_argument("--controller", required=True)
     parser.add_argument("--remote-store", help="HOST:PORT of replica.remote_store (tiered storage)")

@@ -13,7 +13,7 @@ Parquet under `<store>/parquet/` and runs `checkers.spark.engine` (on
 `master`, default local[2]). Both give identical checker results. The
 Parquet tables are written once: `parquet/made.json` records the sources
 they came from (history and dump sizes and times), and a later check reuses
-them while those are unchanged (`checkers.input.jsonl_parquet` converts a 10M-op history in
+them while those are unchanged (`history.jsonl_parquet` converts a 10M-op history in
 under 30 s; bench/history_to_parquet.py).
 """
 
@@ -26,10 +26,10 @@ import tempfile
 
 from checkers import linearizability
 from checkers.checker import StoreData, data_checkers, merge_valid
-from checkers.input.flatten import flatten, flatten_dumps
-from checkers.input.history import HistoryError, iter_jsonl
+from history.flatten import flatten, flatten_dumps
+from history.formats import HistoryError, iter_jsonl
 from harness import registry
-from harness.store import HISTORY, read_dumps as _read_dumps, read_past_copies
+from harness.run_store import HISTORY, read_dumps as _read_dumps, read_past_copies
 
 
 class StoreError(ValueError):
@@ -67,13 +67,13 @@ def judge_run(store_dir: str, data: StoreData | None, results: dict) -> dict:
 def check_history_file(path: str, engine: str = "local", master: str | None = None) -> dict:
     """Check a lone history file: a `history.jsonl`, or a Jepsen `history.edn` (a Kafka
     queue history with assign/subscribe ops and multi-key sends reads as the harness's
-    own, see `checkers.input.flatten`). -> the checkers' results, as for a store.
+    own, see `history.flatten`). -> the checkers' results, as for a store.
 
     Why beside check_store: an imported history comes without a store around it. The
     checkers that read replica dumps (their `needs`) have nothing to read: they stay
     in the results as not applicable and do not make the verdict unknown.
     """
-    from checkers.input.history import read_history
+    from history.formats import read_history
 
     history = iter_jsonl(path) if path.endswith((".jsonl", ".json")) else read_history(path)
     registered = data_checkers(registry.load_all(registry.CHECKERS))
@@ -296,7 +296,7 @@ def write_parquet(out_dir: str, run: str, history, dumps: dict) -> dict:
     A bad line found midway removes the tables written so far, so no half run
     is left to be read later.
     """
-    from checkers.input import parquet
+    from history import parquet
 
     try:
         return parquet.write_run(out_dir, run, history, dumps)

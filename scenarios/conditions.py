@@ -27,7 +27,7 @@ import operator
 import re
 from dataclasses import dataclass, field
 
-from nemesis.scenarios import roles
+from scenarios import roles
 
 
 class ConditionError(ValueError):
@@ -217,7 +217,7 @@ def _clause(text: str, layout, bound) -> Clause:
     m = _UP.match(text)
     if m:
         return Clause("up", node=_ref(m.group(1), layout, bound), negate=m.group(2).lower() == "down", text=text)
-    raise ConditionError(f"cannot parse condition {text!r}; see the clauses in nemesis/scenarios/README.md "
+    raise ConditionError(f"cannot parse condition {text!r}; see the clauses in scenarios/README.md "
                          f"(e.g. leader of key 0 is n2, isr of key 0 is full, leo of A on key 0 >= 5)")
 
 
@@ -269,7 +269,7 @@ def _evaluate(c: Clause, obs: Observation) -> tuple[bool, str]:
     if c.kind == "leader":
         leader = None if meta is None else meta.get("leader")
         now = "unknown (no metadata)" if meta is None else ("none" if leader is None else leader)
-        shown = f"leader of key {c.key} = {now}"
+        shown = f"leader of key {c.key} = {now}" + (f" ({meta['view_from']}'s view)" if meta and meta.get("view_from") else "")
         if meta is None:
             return False, shown
         if c.rhs is None:

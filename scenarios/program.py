@@ -16,14 +16,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness import store as run_store
+from harness import run_store
 from harness.spec import TestSpec
-from harness.history import SCENARIO
+from history.writer import SCENARIO
 from harness.steps import FaultStep, RunContext, Sleep, StepError, Write
 from harness.sut import CHECKPOINTS, EVENTS, INSPECT, PROCESS
 from nemesis.fault import NodesRequest
-from nemesis.scenarios import conditions, results, roles
-from nemesis.scenarios.script import Scenario, Step, bound_ms, hosts_layout
+from scenarios import conditions, results, roles
+from scenarios.script import Scenario, Step, bound_ms, hosts_layout
 
 OBSERVE_PERIOD = 0.1  # s between two looks of a `wait`
 SAMPLE_PERIOD = 0.1  # s between two samples in samples.jsonl

@@ -1,7 +1,7 @@
 """Run every asserted cell of the scenario table N times in a row (not part
 of the test suite: minutes of real clusters).
 
-    harness repeat --runs 10 [--only hw-data-loss] [--store DIR]   (or python -m nemesis.scenarios.repeat)
+    harness repeat --runs 10 [--only hw-data-loss] [--store DIR]   (or python -m scenarios.repeat)
 
 Each run is `harness scenario NAME --variant V --expect` in a subprocess; the
 summary gives, per cell, how many runs gave the declared verdict and the
@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from harness.store import read_results
-from nemesis.scenarios.script import list_scenarios, load_scenario
+from harness.run_store import read_results
+from scenarios.script import list_scenarios, load_scenario
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def cells(only: list[str] | None) -> list[tuple[str, str]]:

@@ -1,7 +1,7 @@
 """What the checker benchmarks measure beside seconds: the Spark driver JVM's CPU
 time and peak memory, this process's peak memory, and the baseline's work of
-reading every column of a table. Shared by `checkers.bench.synthetic` (synthetic Parquet)
-and `checkers.bench.from_jsonl` (from history.jsonl)."""
+reading every column of a table. Shared by `bench.engines.synthetic` (synthetic Parquet)
+and `bench.engines.from_jsonl` (from history.jsonl)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Synthetic Kafka-style histories and replica dumps, and timed runs of both drivers.
 
 `harness bench` calls `run_bench`. The generator writes the flat Parquet
-tables of `checkers.input.parquet` directly, chunk by chunk with numpy and pyarrow,
+tables of `history.parquet` directly, chunk by chunk with numpy and pyarrow,
 so a 10M-op history never exists in memory as Python objects.
 
 The synthetic run. Op j (0 <= j < ops) is invoked at index 2j and completes at
@@ -44,10 +44,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkers.bench.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
                                      read_everything)
-from checkers.input.parquet import SCHEMAS, TableWriter
-from harness.store import PAST_MARK
+from history.parquet import SCHEMAS, TableWriter
+from harness.run_store import PAST_MARK
 
 PRODUCERS = 8
 CONSUMERS = 8
@@ -372,7 +372,7 @@ def _write_past_copy(writers, plan, ends) -> int:
 
 def load_flat(run_dir: str):
     """Parquet -> the in-process kernel's row tuples (what a small run holds in memory)."""
-    from checkers.input.flatten import (END_COLUMNS, READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS,
+    from history.flatten import (END_COLUMNS, READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS,
                                   SEND_COLUMNS)
 
     def rows(table, columns):

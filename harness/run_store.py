@@ -25,7 +25,7 @@ LEGACY_SCENARIO_RESULTS = "scenario-results.json"  # stores written before resul
 NODES = "nodes"
 DUMP = "dump.json"
 PAST = "past"          # nodes/<node>/past/<n>.json: the node's replica as it was before restart n
-PAST_MARK = "@past"    # a past copy's name among the dumps: "n1@past2" (checkers.input.flatten.is_past)
+PAST_MARK = "@past"    # a past copy's name among the dumps: "n1@past2" (history.flatten.is_past)
 DATA_NODE = re.compile(r"n\d+\Z")
 
 
@@ -108,7 +108,7 @@ def write_results(store: str | os.PathLike, results: dict) -> None:
 # Tolerant readers (a crashed run's store must still be read): a missing file is
 # empty, lines that do not parse are skipped and, when asked, counted into
 # `problems` once per file. The strict history reader for the checkers, which
-# names a bad line, is checkers.input.history.
+# names a bad line, is history.formats.
 try:  # several times faster on million-line histories
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a project dependency

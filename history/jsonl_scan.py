@@ -2,7 +2,7 @@
 
 Why: decoding every line into a dict and walking it in Python caps the
 JSONL -> Parquet conversion at ~140,000 ops/s; a 10M-op history took over a
-minute. Nearly every line is one of two shapes `harness.history.HistoryWriter`
+minute. Nearly every line is one of two shapes `history.writer.HistoryWriter`
 writes (compact JSON, fields in one order, integer keys, offsets and values):
 a `send` ([key, value] or [key, [offset, value]]) or a `poll` (null or
 {"key": [[offset, value], ...], ...}). One RE2 pattern (Arrow's C++ regex
@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.input.flatten import DATA_FS, RESET_FS
+from history.flatten import DATA_FS, RESET_FS
 
 OTHER, SEND, POLL = 0, 1, 2
 INVOKE, OK, FAIL, INFO = 0, 1, 2, 3

@@ -1,8 +1,8 @@
 """The Flattener whose read rows go into column lists (for pyarrow), and the
 per-(session, key) read counts behind its `seq` column.
 
-Shared by the op-by-op conversion (`checkers.input.parquet`) and the block-wise one
-(`checkers.input.flatten_runs`), so both give the same rows in the same order.
+Shared by the op-by-op conversion (`history.parquet`) and the block-wise one
+(`history.flatten_runs`), so both give the same rows in the same order.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import tempfile
 
 import numpy as np
 
-from checkers.input.flatten import READ_COLUMNS, Flattener, encode_value
+from history.flatten import READ_COLUMNS, Flattener, encode_value
 
 
 class StreamCounts:

@@ -1,13 +1,13 @@
 """`harness bench --from-jsonl`: a check from history.jsonl, each step beside a same-run baseline.
 
-Why apart from `checkers.bench.synthetic`: that one writes the Parquet tables directly
+Why apart from `bench.engines.synthetic`: that one writes the Parquet tables directly
 (no conversion, and a history whose calls never overlap); this one starts
-from a realistic history.jsonl (`checkers.bench.jsonl_history.generate_jsonl`:
+from a realistic history.jsonl (`bench.engines.jsonl_history.generate_jsonl`:
 concurrent clients, crashed sends, nemesis ops) and times what `harness check
 --engine spark` does with it:
 
 - convert: history.jsonl -> Parquet through the store's entry point
-  (`checkers.store.write_parquet`); baseline: reading the file line by line;
+  (`checkers.check_store.write_parquet`); baseline: reading the file line by line;
 - check: `check_runs` whole; within it, log anomalies + replica diff (until
   both results are ready) and linearizability (its own `seconds`), which run
   side by side and so overlap; baseline: a Spark job reading every column of
@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from checkers.bench.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 
 
@@ -56,12 +56,12 @@ def run_jsonl_bench(sizes, keys: int = 1000, out_dir: str = "bench/out",
 def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: int,
                    progress) -> dict:
     """Generate (or reuse) a history.jsonl of `ops` lines; time convert, check, end to end."""
-    from checkers.bench.jsonl_history import generate_jsonl
-    from checkers.input.history import iter_jsonl
-    from checkers.input.parquet import SCHEMAS
+    from bench.engines.jsonl_history import generate_jsonl
+    from history.formats import iter_jsonl
+    from history.parquet import SCHEMAS
     from checkers.spark.engine import check_runs
     from checkers.spark.tables import read_table
-    from checkers.store import write_parquet
+    from checkers.check_store import write_parquet
 
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"history-{ops}-{keys}-{inject}-{seed}.jsonl")

@@ -1,8 +1,8 @@
 """A realistic synthetic history.jsonl for benchmarks that start from the history.
 
-Why: `checkers.bench.synthetic` writes Parquet tables directly, which skips the
+Why: `bench.engines.synthetic` writes Parquet tables directly, which skips the
 conversion; timing convert + check end to end needs the file itself, in the
-harness's own line format (`harness.history.HistoryWriter`), shaped like what
+harness's own line format (`history.writer.HistoryWriter`), shaped like what
 `workloads/log.py` records:
 
 - `concurrency` client slots, each with one op in flight at a time, picked at

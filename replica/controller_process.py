@@ -1,4 +1,4 @@
-"""The controller process: ``python3 -m replica.controller --listen HOST:PORT
+"""The controller process: ``python3 -m replica.controller_process --listen HOST:PORT
 --data-dir DIR --era hw|kip101|epoch --cluster-secret-file F [--config F] [--set k=v]``.
 
 A thin shell around ``ControllerCore``; its metadata (our ZooKeeper) is kept in
@@ -53,7 +53,7 @@ class ControllerShell(Shell):
 
 
 def parse_args(argv):
-    return process_arguments("python3 -m replica.controller").parse_args(argv)
+    return process_arguments("python3 -m replica.controller_process").parse_args(argv)
 
 
 async def amain(args) -> int:

@@ -27,9 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from checkers.vocabulary import ANOMALIES
-from harness import store as run_store
-from harness.history import FINAL_READS, SCENARIO
-from nemesis.scenarios.script import Scenario
+from harness import run_store
+from history.writer import FINAL_READS, SCENARIO
+from scenarios.script import Scenario
 
 
 def declared(scenario: Scenario, variant: str | None) -> dict:
@@ -171,7 +171,7 @@ def refine_measurement(m: dict, isr_changes: list[dict]) -> None:
 # ------------------------------------------------------------------ verdict
 def findings(declared: dict, record: dict, checked: dict, samples: list[dict], flat: tuple) -> dict:
     """The scenario section of results.json, without the verdict (see judge). flat: the
-    history's (sends, reads, ends) rows (checkers.input.flatten)."""
+    history's (sends, reads, ends) rows (history.flatten)."""
     record = dict(record)
     truncations, isr_changes = split_events(record.pop("events", None) or [])
     for m in record.get("measurements", []):
@@ -254,7 +254,7 @@ def check_store(store_dir: str, data, checked: dict) -> dict | None:
     if record is None:
         return None
     if data is None:   # the Spark engine: a scenario's history is small, flatten it here
-        from checkers.input.flatten import flatten
+        from history.flatten import flatten
 
         flat = flatten(ops)
         rows = (flat[0], flat[1], flat.ends)

@@ -8,7 +8,7 @@ runs can simply be read together.
 
 Layout of one run's Parquet dir (by default `<store>/parquet/`):
 `sends.parquet`, `reads.parquet`, `records.parquet`, `replicas.parquet`, `ends.parquet`,
-columns as in `checkers.input.flatten` plus `run` first, and in `reads` one more
+columns as in `history.flatten` plus `run` first, and in `reads` one more
 column, `seq`: the read's position in its (session, key) stream (0, 1, 2...
 in history order), which lets the Spark poll-order check clear a whole
 stream with one aggregation (offset - seq constant) instead of sorting it.
@@ -24,8 +24,8 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.input.column_flatten import ColumnFlattener
-from checkers.input.flatten import dump_rows, history_stats
+from history.column_flatten import ColumnFlattener
+from history.flatten import dump_rows, history_stats
 
 CHUNK_ROWS = 500_000
 TABLES = ("sends", "reads", "records", "replicas", "ends")
@@ -122,17 +122,17 @@ def write_run(out_dir: str, run: str, ops: Iterable[dict], dumps: dict[str, dict
               chunk_rows: int = CHUNK_ROWS) -> dict:
     """Stream a history and dumps into one run's Parquet dir; -> the history stats.
 
-    A `JsonlOps` (iter_jsonl) goes the block-wise way (`checkers.input.jsonl_parquet`,
+    A `JsonlOps` (iter_jsonl) goes the block-wise way (`history.jsonl_parquet`,
     ~3x faster); any other iterable of ops is fed op by op. Memory stays flat
     either way: rows leave in chunks of CHUNK_ROWS.
     """
-    from checkers.input.history import JsonlOps
+    from history.formats import JsonlOps
 
     writers = open_writers(out_dir, run, chunk_rows=chunk_rows)
     flattener = None
     try:
         if isinstance(ops, JsonlOps):
-            from checkers.input.jsonl_parquet import flatten_history
+            from history.jsonl_parquet import flatten_history
             flattener = flatten_history(ops, writers)
         else:
             flattener = _flatten_ops(ops, writers, chunk_rows)

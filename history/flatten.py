@@ -6,7 +6,7 @@ per-op bookkeeping that is inherently sequential (pairing an invocation with
 its completion, numbering a consumer's sessions) happens once, here, in one
 streaming pass, and the two drivers only have to agree on set and window logic.
 
-Tables (column order is the Parquet schema, see `checkers.input.parquet`):
+Tables (column order is the Parquet schema, see `history.parquet`):
 
 sends: one row per send invocation
     key, value (canonical JSON text), offset (ok only, else None),
@@ -69,7 +69,7 @@ import json
 from collections import Counter
 from typing import Iterable, Iterator
 
-from harness.store import PAST_MARK
+from harness.run_store import PAST_MARK
 
 SEND_COLUMNS = ("key", "value", "offset", "type", "process", "invoke_index", "complete_index")
 READ_COLUMNS = ("key", "offset", "value", "process", "index", "pos", "session", "invoke_index",
@@ -123,7 +123,7 @@ class Flattener:
     def stream_session(self, process: str, key: int, session: int) -> int:
         """The session of one (process, key) stream: the one a reassignment kept, else the
         process's `session` (numbered for every ok poll, even an empty one, as a run of
-        lines numbers it: `checkers.input.flatten_runs`)."""
+        lines numbers it: `history.flatten_runs`)."""
         kept = self.kept.get(process)
         if kept:
             return kept.get(key, session)
@@ -175,7 +175,7 @@ class Flattener:
         self.resets[process] += 1
         if kept:
             self.kept[process] = kept
-            # Numbered now, not at its first poll: a run of lines (`checkers.input.flatten_runs`)
+            # Numbered now, not at its first poll: a run of lines (`history.flatten_runs`)
             # numbers a process's session before it looks at the keys, and must agree.
             self.session_of(process)
         else:
@@ -349,7 +349,7 @@ def dump_rows(node: str, dump: dict) -> tuple[list[tuple], list[tuple]]:
 
 
 def is_past(node: str) -> bool:
-    """A past copy ("n1@past2", harness.store.read_past_copies): a node's replica as it was
+    """A past copy ("n1@past2", harness.run_store.read_past_copies): a node's replica as it was
     before a restart. It counts for divergence only: what it held may since have been
     removed legitimately (an uncommitted tail) or its loss is reported by the final dumps."""
     return PAST_MARK in node

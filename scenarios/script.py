@@ -11,7 +11,7 @@ alias). Actions: `write`, `wait`, `sleep`, `bind`, and every registered fault
 the system supports, by its start step and its stop step (`kill`/`restart`,
 `pause`/`resume`, `partition`/`heal`, ...; nemesis/fault.py). Every problem is
 reported as one line that names the step, e.g. ``step 4 (kill): unknown node
-'n9' ...``, before any host exists; see nemesis/scenarios/README.md.
+'n9' ...``, before any host exists; see scenarios/README.md.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from harness import registry
 from harness.registry import DEFAULT_SYSTEM
 from harness.sut import META_GROUP, Unsupported
 from nemesis.fault import FaultArgError, NodesRequest
-from nemesis.scenarios import conditions, roles
+from scenarios import conditions, roles
 
 OWN_ACTIONS = ("write", "wait", "sleep", "bind")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -472,7 +472,7 @@ def bound_ms(spec: str | float | None, settings: dict, variant: str | None, syst
 # --------------------------------------------------------------------- loading
 LIBRARY = Path(__file__).resolve().parent / "library"
 # a system's own scripts may live in its package, systems/<name>/scenarios/*.yaml
-SYSTEMS_DIR = Path(__file__).resolve().parents[2] / "systems"
+SYSTEMS_DIR = Path(__file__).resolve().parents[1] / "systems"
 
 
 def library() -> dict[str, Path]:

@@ -3,10 +3,10 @@
 Why: `harness check --engine spark` converts the history before any Spark job
 runs, and op by op (orjson, then the Flattener) that took over a minute for a
 10M-op history. Here the file is read in blocks of whole lines; each block is
-scanned into columns (`checkers.input.jsonl_scan`: the harness's own send and poll
+scanned into columns (`history.jsonl_scan`: the harness's own send and poll
 lines proven by one regex and cut up with numpy, any other line decoded by
 the reference reader), and flattened a run of lines at a time
-(`checkers.input.flatten_runs`), with the ops the reference must see one by one
+(`history.flatten_runs`), with the ops the reference must see one by one
 (resets, the final phase, lines of other shapes) fed to the reference
 Flattener in between. The rows are the reference's, in its order (a test
 converts every history the suite carries both ways).
@@ -42,9 +42,9 @@ import queue
 import threading
 from typing import Iterator
 
-from checkers.input.flatten_runs import RunFlattener
-from checkers.input.history import JsonlOps
-from checkers.input.jsonl_scan import Block, scan
+from history.flatten_runs import RunFlattener
+from history.formats import JsonlOps
+from history.jsonl_scan import Block, scan
 
 BLOCK_BYTES = 4 << 20
 AHEAD = 2  # blocks scanned ahead of the writer
