@@ -26,6 +26,7 @@ def test_harness_check_rebuilds_the_verdict_and_the_scenario_section(store):
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)   # a Spark session on a shared 2-core machine
 @pytest.mark.parametrize("store", SCENARIO_STORES, ids=lambda p: p.name)
 def test_the_spark_engine_rebuilds_them_too(store):
     assert rebuild_problem(store, engine="spark") is None
