@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 
-from checkers import linearizability
+from checkers import applicable, linearizability
 from checkers.checker import StoreData, data_checkers, merge_valid
 from history.flatten import flatten, flatten_dumps
 from history.formats import HistoryError, iter_jsonl
@@ -49,7 +49,9 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     dumps, missing = read_dumps(store_dir)
     records, replicas = flatten_dumps(dumps)
     data = StoreData(sends, reads, records, replicas, dumps_complete=not missing, ends=flat.ends)
-    checkers = {name: checker.check(data) for name, checker in data_checkers(registry.load_all(registry.CHECKERS)).items()}
+    registered = data_checkers(registry.load_all(registry.CHECKERS))
+    names = [name for name in applicable.for_store(store_dir, history_path(store_dir)) if name in registered]
+    checkers = {name: registered[name].check(data) for name in names}
     add_times(store_dir, checkers.get("linearizability") or {})
     return judge_run(store_dir, data, assemble(checkers, stats, engine, truncated, missing, store_dir))
 
@@ -75,11 +77,21 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
     """
     from history.formats import read_history
 
-    history = iter_jsonl(path) if path.endswith((".jsonl", ".json")) else read_history(path)
-    registered = data_checkers(registry.load_all(registry.CHECKERS))
-    skipped = {name: f"{os.path.basename(path)} is a lone history, without the "
-                     f"{', '.join(checker.needs)} this checker reads"
-               for name, checker in registered.items() if getattr(checker, "needs", ())}
+    if path.endswith((".jsonl", ".json")):
+        history = iter_jsonl(path)
+        transactional = applicable.jsonl_has_txn(path)
+    else:
+        history = read_history(path)
+        transactional = any(op.get("f") == applicable.TXN for op in history)
+    names = applicable.names_for(None, transactional)
+    registered = {name: checker for name, checker in data_checkers(registry.load_all(registry.CHECKERS)).items()
+                  if name in names}
+    workload = applicable.workload_of(None, transactional)
+    skipped = {name: f"workload {workload.name!r}: {why}"
+               for name, why in (getattr(workload, "not_checked", None) or {}).items() if name in registered}
+    skipped.update({name: f"{os.path.basename(path)} is a lone history, without the "
+                          f"{', '.join(checker.needs)} this checker reads"
+                    for name, checker in registered.items() if getattr(checker, "needs", ())})
     if engine == "spark":
         from checkers.spark.engine import check_runs
         from checkers.spark.session import check_master, resolve_master
@@ -88,7 +100,7 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
         run = os.path.abspath(path)
         with tempfile.TemporaryDirectory(prefix="replog-check-") as tmp:
             stats = write_parquet(tmp, run, history, {})
-            checkers = check_runs([tmp], [run], master=master, complete={run: True})[run]
+            checkers = check_runs([tmp], [run], master=master, complete={run: True}, names=set(names))[run]
     elif engine == "local":
         flat = flatten(history)
         sends, reads, stats = flat
@@ -114,13 +126,21 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         name = system.name
     except (OSError, ValueError, AttributeError, registry.RegistryError):
         return {}
-    lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
+    try:
+        capabilities = system.capabilities_in(test.get("settings"), test.get("system_options"))
+    except ValueError:  # options this version no longer reads: the system's defaults
+        capabilities = system.capabilities_in(test.get("settings"))
     out = {}
+    try:
+        workload = registry.workload(test.get("workload") or "log")
+        out.update({c: f"workload {workload.name!r}: {why}" for c, why in getattr(workload, "not_checked", {}).items()})
+    except registry.RegistryError:
+        pass
     for cname, checker in data_checkers(registry.load_all(registry.CHECKERS)).items():
-        lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n) or n in lacks]
+        lacking = [n for n in getattr(checker, "needs", ()) if not capabilities.has(n)]
         if lacking:
             out[cname] = (f"system {name!r} cannot give what this checker reads ({', '.join(lacking)}): "
-                          f"{lacks.get(lacking[0], 'not a capability of the system')}")
+                          f"{capabilities[lacking[0]] or 'not a capability of the system'}")
     return out
 
 
@@ -210,7 +230,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     from checkers.spark.session import check_master, resolve_master
 
     check_master(resolve_master(master))  # before any conversion: fail fast, in one line
-    prepared, out = {}, {}
+    prepared, out, names = {}, {}, {}
     for store_dir in store_dirs:
         run = os.path.abspath(store_dir)
         out_dir = os.path.join(store_dir, "parquet")
@@ -224,14 +244,17 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
             out[store_dir] = {"valid": "unknown", "error": str(err), "engine": "spark"}
             continue
         prepared[run] = (store_dir, out_dir, made["stats"], made["truncated"], made["missing"])
+        names[run] = applicable.for_store(store_dir, history_path(store_dir))
     runs = list(prepared)
     if not runs:
         return out
     found = check_runs([p[1] for p in prepared.values()], runs, master=master,
-                       complete={run: not p[4] for run, p in prepared.items()})
+                       complete={run: not p[4] for run, p in prepared.items()},
+                       names={name for chosen in names.values() for name in chosen})
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
         add_times(store_dir, found[run].get("linearizability") or {})
-        out[store_dir] = judge_run(store_dir, None, assemble(found[run], stats, "spark", truncated, missing, store_dir))
+        mine = {name: result for name, result in found[run].items() if name in names[run]}
+        out[store_dir] = judge_run(store_dir, None, assemble(mine, stats, "spark", truncated, missing, store_dir))
     return out
 
 

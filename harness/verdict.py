@@ -67,12 +67,23 @@ def first_times(store_dir, results: dict) -> dict:
     return results
 
 
+def workload_counts(store_dir, results: dict) -> dict:
+    """results.json's `workload_counts`: what the workload counted as it ran (the history's
+    `final-reads` op's `counts`, or an old store's test.json `final_reads.counts`; the queue
+    workload: committed, aborted, indefinite, rebalances)."""
+    final = run_store.final_reads(Path(store_dir))
+    counts = (final or {}).get("counts")
+    if isinstance(counts, dict):
+        results["workload_counts"] = counts
+    return results
+
+
 def check_store(store_dir: Path, engine: str = "local", master: str | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
     from checkers import check_store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
-    results = first_times(store_dir, _judged(store_dir, checked))
+    results = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked)))
     run_store.write_results(store_dir, results)
     return results
 
@@ -86,7 +97,7 @@ def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: boo
         if not Path(store_dir).is_dir():
             out[store_dir] = checked
             continue
-        out[store_dir] = first_times(store_dir, _judged(store_dir, checked))
+        out[store_dir] = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked)))
         run_store.write_results(store_dir, out[store_dir])
     return out
 

@@ -130,6 +130,12 @@ class KafkaDb(NodeDaemons):
                               names={**({self.address(self.zookeeper): self.zookeeper} if self.zk_era else {}),
                                      **{self.address(n): n for n in self.nodes}})
 
+    def queue_client(self, request_timeout: float, name: str, group: str, txn: bool = True):
+        """TRANSACTIONS: one process's transactional producer and group consumer (systems/kafka/queue.py)."""
+        from systems.kafka.queue import KafkaQueueClient
+
+        return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)
+
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)
 
