@@ -10,7 +10,7 @@ import logging
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -190,22 +190,50 @@ def _roles(system: str | None) -> dict:
         return {}
 
 
+def _registered_names(group: str) -> str:
+    """The registered names of a group for a --help text (harness/registry.py)."""
+    from harness import registry
+
+    return ", ".join(registry.names(group))
+
+
+# -- options `run` and `scenario` share: one definition each ------------------------------------
+SystemOpt = Annotated[Optional[str], typer.Option(
+    "--sut", "--system", help=f"system under test: {_systems()} (default {_default_system()}); "
+                              f"`scenario --list`: only its scenarios")]
+VariantOpt = Annotated[Optional[str], typer.Option(
+    "--variant", "--era", help="the system's variant (its variant option; `harness scenario --list` shows each "
+                               "scenario's)")]
+OptionOpt = Annotated[List[str], typer.Option(
+    "--option", help="a system option key=value (the system's own names; over a scenario's), repeatable")]
+BackendOpt = Annotated[Optional[str], typer.Option(
+    help=f"cluster backend: {_registered_names('replog.backends')} (default netns)",
+    callback=registered("replog.backends"))]
+SubnetOpt = Annotated[Optional[str], typer.Option(
+    help="host subnet (netns default 10.210.0.0/24; docker: first free /24 of 10.211.0.0/16)")]
+StoreOpt = Annotated[Optional[str], typer.Option("--store", help="store root directory (default ./store)")]
+HostsOpt = Annotated[Optional[str], typer.Option(help="ssh backend: comma list of existing hosts, controller first")]
+SshUserOpt = Annotated[Optional[str], typer.Option(help="ssh backend: login user")]
+SshKeyOpt = Annotated[Optional[Path], typer.Option(help="ssh backend: private key file")]
+KnownHostsOpt = Annotated[Optional[Path], typer.Option(help="ssh backend: known_hosts file with every host's key")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print results.json with the store path as one JSON document")]
+JunitOpt = Annotated[Optional[Path], typer.Option("--junit", help="also write the verdict as JUnit XML to this file")]
+
+
 @app.command()
 def run(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML spec file; flags override it"),
-    system: Optional[str] = typer.Option(None, "--sut", "--system",
-                                         help=f"system under test: {_systems()} (default {_default_system()})"),
-    variant: Optional[str] = typer.Option(None, "--variant", "--era",
-                                          help="the system's variant (its variant option; `harness scenario --list`)"),
-    option: List[str] = typer.Option([], "--option", help="a system option key=value (its own names), repeatable"),
+    system: SystemOpt = None,
+    variant: VariantOpt = None,
+    option: OptionOpt = [],
     storage: Optional[str] = typer.Option(None, hidden=True, help="deprecated: --option storage=..."),
-    workload: Optional[str] = typer.Option(None, "--workload",
-                                           help="log (sends and polls) | queue (transactions and consumer "
-                                                "groups: docs/workloads.md); default log"),
+    workload: Optional[str] = typer.Option(None, help=f"the workload: {_registered_names('replog.workloads')} "
+                                           f"(default log; docs/workloads.md)", callback=registered("replog.workloads")),
     workload_option: List[str] = typer.Option([], "--workload-option",
                                               help="a workload option key=value, repeatable (queue: txn, "
                                                    "consumer, abort_p, max_txn_len)"),
-    nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
+    nemesis: Optional[str] = typer.Option(None, help=f"comma list of faults: {_registered_names('replog.faults')} "
+                                          f"(default none; docs/reference/faults.md says which systems support each)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
     nemesis_mode: Optional[str] = typer.Option(None, help="random | targeted: faults aimed by the sampled state "
                                                "(leader, a follower whose HW moved, ...; default random)",
@@ -217,19 +245,18 @@ def run(
     concurrency: Optional[int] = typer.Option(None, help="client processes (default 10)"),
     rate: Optional[float] = typer.Option(None, help="target ops/s over all clients (default 100)"),
     acks: Optional[str] = typer.Option(None, help="0 | 1 | all (default all)", callback=choice(*ACKS)),
-    backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)",
-                                          callback=registered("replog.backends")),
-    subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24; docker: first free /24 of 10.211.0.0/16)"),
-    hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
-    ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
-    ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
-    known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
-    name: Optional[str] = typer.Option(None, help="test name (default log-<variant>)"),
-    store_root: Optional[str] = typer.Option(None, "--store", help="store root directory (default ./store)"),
+    backend: BackendOpt = None,
+    subnet: SubnetOpt = None,
+    hosts: HostsOpt = None,
+    ssh_user: SshUserOpt = None,
+    ssh_key: SshKeyOpt = None,
+    known_hosts: KnownHostsOpt = None,
+    name: Optional[str] = typer.Option(None, help="test name (default <workload>-<variant>)"),
+    store_root: StoreOpt = None,
     set_: List[str] = typer.Option([], "--set", help="a system setting key=value (its own names), repeatable"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the checkers (exit 2)"),
-    json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
+    json_out: JsonOpt = False,
+    junit: JunitOpt = None,
 ):
     """Create a cluster, run the workload under faults, check the history."""
     from harness.runner import Run, RunError
@@ -501,31 +528,30 @@ def serve(
 @app.command()
 def scenario(
     name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
-    variant: Optional[str] = typer.Option(None, "--variant", "--era",
-                                      help="the system's variant (`--list` shows each scenario's)"),
-    system: Optional[str] = typer.Option(None, "--sut", "--system",
-                                         help="only this system's scenarios (--list); the script must be for it"),
+    variant: VariantOpt = None,
+    system: SystemOpt = None,
     file: Optional[Path] = typer.Option(None, "--file", help="your own scenario script (YAML)"),
     list_: bool = typer.Option(False, "--list", help="list the library with the expected verdicts"),
-    backend: str = typer.Option("netns", help="netns | docker | ssh", callback=registered("replog.backends")),
+    backend: BackendOpt = None,
     expect: bool = typer.Option(False, "--expect", help="exit 0 iff the verdict is the declared one (CI)"),
-    store_root: str = typer.Option("store", "--store", help="store root directory"),
-    subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24)"),
-    hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
-    ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
-    ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
-    known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
-    json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
-    option: List[str] = typer.Option([], "--option", help="system option key=value over the scenario's (the "
-                                     "system's own names), repeatable"),
+    store_root: StoreOpt = None,
+    subnet: SubnetOpt = None,
+    hosts: HostsOpt = None,
+    ssh_user: SshUserOpt = None,
+    ssh_key: SshKeyOpt = None,
+    known_hosts: KnownHostsOpt = None,
+    json_out: JsonOpt = False,
+    junit: JunitOpt = None,
+    option: OptionOpt = [],
     compare: bool = typer.Option(False, "--compare",
                                  help="NAME (or all) on the default system's model and on the system that offers "
                                       "the comparison (--sut picks one), side by side"),
     runs: int = typer.Option(1, "--runs", help="--compare: runs per variant and release"),
     from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
-    """Run a scripted fault scenario (scenarios/README.md)."""
+    """Run a scripted fault scenario (docs/scenarios.md)."""
+    backend = backend or "netns"
+    store_root = store_root or "store"
     if compare:
         compare_command = _comparison(system)
         raise typer.Exit(compare_command(name, store_root, runs=runs, from_store=from_store, subnet=subnet,

@@ -432,8 +432,6 @@ def _fast_edn(text: str) -> list[dict] | None:
 
 
 def _read_edn(path: str) -> list[dict]:
-    import edn_format
-
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     fast = _fast_edn(text)

@@ -33,16 +33,13 @@ to tiered requests); it answers through the core's action list.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import protocol as P
 from .. import storage as S
 from .actions import CONTROLLER, REMOTE_STORE, DeleteSegments, ResetLog, Roll, WriteOffsetCheckpoint
 from .epoch_cache import EpochCache
 from .partition import FetchState, Partition
-
-if TYPE_CHECKING:
-    from .broker import BrokerCore
 
 BUILDING_AUX = FetchState.BUILDING_AUX
 TIERED_APIS = (P.LIST_OFFSETS, P.LIST_REMOTE_SEGMENTS, P.PUT_REMOTE_SEGMENT, P.GET_OBJECT, P.PUT_OBJECT,
@@ -98,7 +95,7 @@ class TieredStorage:
     speaks through its core: the core's action list, requests and replies, so a
     tiered input still gives one list of actions."""
 
-    def __init__(self, core: "BrokerCore"):
+    def __init__(self, core: Any):   # the BrokerCore that holds it (replica/core/broker.py; not imported: no cycle)
         self.core = core
         self.segment_counter = 0                     # part of a new remote segment's id
         self.remote_segments: dict[str, list] = {}   # segment id -> its records, REMOTE_CACHE_SEGMENTS at most

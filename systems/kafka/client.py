@@ -15,7 +15,7 @@ Sends (one send per op; the answer librdkafka gives, classified by what it prove
   batch may be in the log twice (a duplicate of the client's making), and the
   error the application finally gets (e.g. the new leader's NOT_ENOUGH_REPLICAS)
   says nothing about the first copy. Measured: systems/kafka/campaigns/false-alarms-kafka.yaml
-  on 2026-11-27, 4 of 25 runs, the README's "Kafka's client re-sends".
+  on 2026-11-27, 4 of 25 runs: docs/findings/kafka.md, "Client re-sends".
 - DefiniteError (`fail`): only what librdkafka refused before sending
   (`produce()` raised: queue full, an invalid argument, a partition it does
   not know), and AbsentError (a DefiniteError): the broker says the topic or
@@ -272,23 +272,28 @@ class KafkaLogClient:
             raise AbsentError(f"UNKNOWN_TOPIC_OR_PARTITION: {unknown}")
         raise IndefiniteError(f"describe: no broker answered ({type(last).__name__}: {last})")
 
-    # After the first answer, how long the others may take: a live broker on this
-    # machine answers in milliseconds even under load, while a paused or cut-off
-    # one would hold the whole call for the full timeout.
-    ANSWER_GRACE = 0.5
+    # Once a majority of the brokers answered, how long the others may take: a
+    # paused or cut-off broker would otherwise hold every call for the full timeout.
+    # A majority, not the first answer: the stale broker is usually the fastest to
+    # answer (it is the one not busy with an election), and on a loaded machine the
+    # live brokers may take longer than any fixed grace after it.
+    ANSWER_GRACE = 0.2
 
     async def _gather_answers(self, tasks: list, timeout: float) -> None:
-        """Wait until every broker answered, or ANSWER_GRACE after the first
-        answer, or the timeout."""
+        """Wait until every broker answered, or ANSWER_GRACE after a majority of
+        them answered (a topic's view or "no such topic"), or the timeout."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        majority = len(tasks) // 2 + 1
         pending = set(tasks)
         while pending:
             done, pending = await asyncio.wait(pending, timeout=max(0.0, deadline - loop.time()),
                                                return_when=asyncio.FIRST_COMPLETED)
             if not done:
                 return
-            if any(not t.cancelled() and t.exception() is None for t in tasks if t.done()):
+            answered = sum(1 for t in tasks if t.done() and not t.cancelled()
+                           and (t.exception() is None or isinstance(t.exception(), LookupError)))
+            if answered >= majority:
                 deadline = min(deadline, loop.time() + self.ANSWER_GRACE)
 
     async def _describe_one(self, host: str, port: int, timeout: float) -> dict[int, dict]:

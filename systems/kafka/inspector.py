@@ -93,7 +93,7 @@ class KafkaInspector:
             if self._round is not None and time.monotonic() - self._round[0] < ROUND:
                 return self._round[1], self._round[2]
             try:
-                parts = await asyncio.wait_for(self._kafka().describe(), 2.0)
+                parts = await asyncio.wait_for(self._kafka().describe(), 2.5)   # its own timeout is 2 s
             except Exception:
                 parts = {}
             hws, self._starts = {}, {}

@@ -41,7 +41,7 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "tiered-skip-aux-fixed": {"epoch": (True, [])},
     # the hw data loss as `python -m replica.sim.explore --era hw --emit-scenario` wrote it
     "explored-hw-data-loss": {"hw": (False, ["lost-write"]), "epoch": (True, [])},
-    # NATS JetStream (README, "NATS JetStream"): storage variant -> declared verdict
+    # NATS JetStream (docs/systems/nats.md): storage variant -> declared verdict
     "nats-kill-all-replicas": {"file": (True, []), "memory": (False, ["lost-write", "inconsistent-offsets"])},
     "nats-leader-isolated": {"file": (True, []), "memory": (True, [])},
     "nats-follower-paused": {"file": (True, []), "memory": (True, [])},
@@ -51,7 +51,7 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "kafka-unclean-election": {"unclean-on": (False, ["lost-write", "lost-acknowledged", "overwritten"]),
                                "unclean-off": (True, [])},
     "kafka-power-coordinated": {"no-fsync": (False, ["lost-write", "lost-acknowledged"]), "fsync": (True, [])},
-    # librdkafka's uncounted re-send after NOT_LEADER_OR_FOLLOWER (README, "Kafka's client re-sends")
+    # librdkafka's uncounted re-send after NOT_LEADER_OR_FOLLOWER (docs/findings/kafka.md, "Client re-sends")
     "kafka-client-resend": {"non-idempotent": (False, ["duplicate"]), "idempotent": (True, [])},
     # the harness's own check: a fenced leader's stale metadata is not believed (issue 42)
     "kafka-stale-leader-view": {"4.1.1": (True, [])},
