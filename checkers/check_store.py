@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 
-from checkers import absence, linearizability
+from checkers import absence, applicable, linearizability
 from checkers.checker import StoreData, merge_valid
 from history.flatten import flatten, flatten_dumps
 from history.formats import HistoryError, iter_jsonl
@@ -49,7 +49,9 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     dumps, missing = read_dumps(store_dir)
     records, replicas = flatten_dumps(dumps)
     data = StoreData(sends, reads, records, replicas, dumps_complete=not missing, ends=flat.ends)
-    checkers = {name: checker.check(data) for name, checker in registry.load_all(registry.CHECKERS).items()}
+    registered = registry.load_all(registry.CHECKERS)
+    names = applicable.for_store(store_dir, history_path(store_dir))
+    checkers = {name: registered[name].check(data) for name in names}
     add_times(store_dir, checkers.get("linearizability") or {})
     return assemble(checkers, stats, engine, truncated, missing, store_dir)
 
@@ -65,11 +67,21 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
     """
     from history.formats import read_history
 
-    history = iter_jsonl(path) if path.endswith((".jsonl", ".json")) else read_history(path)
-    registered = registry.load_all(registry.CHECKERS)
-    skipped = {name: f"{os.path.basename(path)} is a lone history, without the "
-                     f"{', '.join(checker.needs)} this checker reads"
-               for name, checker in registered.items() if getattr(checker, "needs", ())}
+    if path.endswith((".jsonl", ".json")):
+        history = iter_jsonl(path)
+        transactional = applicable.jsonl_has_txn(path)
+    else:
+        history = read_history(path)
+        transactional = any(op.get("f") == applicable.TXN for op in history)
+    names = applicable.names_for(None, transactional)
+    registered = {name: checker for name, checker in registry.load_all(registry.CHECKERS).items()
+                  if name in names}
+    workload = applicable.workload_of(None, transactional)
+    skipped = {name: f"workload {workload.name!r}: {why}"
+               for name, why in (getattr(workload, "not_checked", None) or {}).items() if name in registered}
+    skipped.update({name: f"{os.path.basename(path)} is a lone history, without the "
+                          f"{', '.join(checker.needs)} this checker reads"
+                    for name, checker in registered.items() if getattr(checker, "needs", ())})
     if engine == "spark":
         from checkers.spark.engine import check_runs
         from checkers.spark.session import check_master, resolve_master
@@ -78,7 +90,7 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
         run = os.path.abspath(path)
         with tempfile.TemporaryDirectory(prefix="replog-check-") as tmp:
             stats = write_parquet(tmp, run, history, {})
-            checkers = check_runs([tmp], [run], master=master, complete={run: True})[run]
+            checkers = check_runs([tmp], [run], master=master, complete={run: True}, names=set(names))[run]
     elif engine == "local":
         flat = flatten(history)
         sends, reads, stats = flat
@@ -206,7 +218,7 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     from checkers.spark.session import check_master, resolve_master
 
     check_master(resolve_master(master))  # before any conversion: fail fast, in one line
-    prepared, out = {}, {}
+    prepared, out, names = {}, {}, {}
     for store_dir in store_dirs:
         run = os.path.abspath(store_dir)
         out_dir = os.path.join(store_dir, "parquet")
@@ -220,14 +232,17 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
             out[store_dir] = {"valid": "unknown", "error": str(err), "engine": "spark"}
             continue
         prepared[run] = (store_dir, out_dir, made["stats"], made["truncated"], made["missing"])
+        names[run] = applicable.for_store(store_dir, history_path(store_dir))
     runs = list(prepared)
     if not runs:
         return out
     found = check_runs([p[1] for p in prepared.values()], runs, master=master,
-                       complete={run: not p[4] for run, p in prepared.items()})
+                       complete={run: not p[4] for run, p in prepared.items()},
+                       names={name for chosen in names.values() for name in chosen})
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
         add_times(store_dir, found[run].get("linearizability") or {})
-        out[store_dir] = assemble(found[run], stats, "spark", truncated, missing, store_dir)
+        mine = {name: result for name, result in found[run].items() if name in names[run]}
+        out[store_dir] = assemble(mine, stats, "spark", truncated, missing, store_dir)
     return out
 
 

@@ -57,7 +57,7 @@ BUILTINS: dict[str, dict[str, str]] = {
              "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",
              "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
-               "linearizability": "checkers.linearizability:CHECKER"},
+               "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER"},
 }
 SYSTEMS_PACKAGE = "systems"  # systems/<name>/__init__.py defines SYSTEM
 

@@ -66,6 +66,7 @@ from collections import Counter
 from typing import Iterable, Iterator
 
 from harness.run_store import PAST_MARK
+from history import micro_ops
 
 SEND_COLUMNS = ("key", "value", "offset", "type", "process", "invoke_index", "complete_index")
 READ_COLUMNS = ("key", "offset", "value", "process", "index", "pos", "session", "invoke_index",
@@ -110,6 +111,7 @@ class Flattener:
         self.poll_invokes: dict[str, int] = {}  # process -> open poll invocation index
         self.final_position: dict[tuple, int] = {}  # (session, key) -> next offset, final phase
         self.last_final: dict[int, tuple] = {}  # key -> end row after its last final poll
+        self.subscribed: set[str] = set()  # processes that joined a consumer group
 
     def session_of(self, process: str) -> int:
         """The process's session of every key no reassignment kept (numbered on first use)."""
@@ -141,6 +143,8 @@ class Flattener:
         if f in RESET_FS and kind != "invoke":
             self._reset(process, f, kind, op)
             return [], []
+        if f in DATA_FS and micro_ops.is_micro_ops(op):
+            micro_ops.check(op)
         try:
             if f == "send":
                 return self._send(op, process, kind, index), []
@@ -159,6 +163,10 @@ class Flattener:
         (a seek, reset, crash, or a reassignment that seeks or names no keys) ends them all."""
         if f in REASSIGN_FS and kind == "fail":
             return  # the consumer kept its assignment
+        if f == "subscribe":
+            self.subscribed.add(process)
+        elif f == "assign" and kind == "ok" and process in self.subscribed:
+            self.stats["rebalances"] += 1  # a group member given its keys
         keys = _keys(op.get("value")) if f in REASSIGN_FS and not op.get("seek-to-beginning?") else None
         kept = {}
         if keys:
@@ -319,8 +327,13 @@ def iter_flat(ops: Iterable[dict], flattener: Flattener) -> Iterator[tuple[list,
 
 
 def history_stats(counter: Counter) -> dict:
-    return {"ops": counter["ops"], "invoke": counter["invoke"], "ok": counter["ok"],
-            "fail": counter["fail"], "info": counter["info"]}
+    """Op counts by type; `rebalances` (assignments a consumer group gave a subscribed
+    process: its ok `assign` ops) when there were any."""
+    stats = {"ops": counter["ops"], "invoke": counter["invoke"], "ok": counter["ok"],
+             "fail": counter["fail"], "info": counter["info"]}
+    if counter["rebalances"]:
+        stats["rebalances"] = counter["rebalances"]
+    return stats
 
 
 def dump_rows(node: str, dump: dict) -> tuple[list[tuple], list[tuple]]:

@@ -34,6 +34,7 @@ from .store_reader import read_store
 from .story import focus_offsets, held_values, plot_marks, stories
 from . import config as run_config
 from .timeline import windows
+from .transactions import section as transactions_section
 from .topology import topologies
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,7 @@ def _build(store_dir: Path) -> str:
         "config_rest": run_config.rest(store.test) if store.test else "",
         "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
         "anomalies": found,
+        "transactions": transactions_section(store.results),
         "panels": linear_panels(store.history, anomalies_mod.checker_sections(store.results).get("linearizability") or {}),
         "colours": LINEAR_COLOURS,
         "width": LINEAR_WIDTH,

@@ -9,7 +9,10 @@ faults), `write(key, count, acks, expect, step)` (scenario writes),
 `needs`: capabilities of harness.sut the workload asks of the system (a spec
 that pairs it with a system lacking one is refused before any host exists);
 `options`: the pydantic model of the spec's `workload_options` (None: it takes none);
-`not_checked`: the checkers its histories are not for, and why.
+`checkers`: the registered checkers run on its histories (checkers.applicable; a
+history with transactions, `txn` ops, also gets `txn` whatever its workload);
+`not_checked`: those of them its histories are not for, and why (kept in
+results.json as not applicable).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ class Workload:
     name: str
     description: str
     make: Callable[..., Any]  # (spec, db, history, log) -> the workload object
+    checkers: tuple[str, ...] = ("log", "replica-diff", "linearizability")
     needs: frozenset[str] = field(default_factory=frozenset)
     options: Any = None       # a pydantic BaseModel subclass (extra fields forbidden), or None
     # checkers that do not apply to the workload's histories: name -> why (results.json keeps them as

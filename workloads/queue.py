@@ -275,7 +275,8 @@ def _declare():
 
     return Workload("queue", "Jepsen's queue test: transactions of sends and polls, consumer groups "
                              "(txn, consumer=subscribe|assign, abort_p, max_txn_len)", make,
-                    needs=frozenset({TRANSACTIONS}), options=QueueOptions, not_checked=NOT_CHECKED)
+                    needs=frozenset({TRANSACTIONS}), options=QueueOptions, not_checked=NOT_CHECKED,
+                    checkers=("txn", "log", "replica-diff", "linearizability"))
 
 
 NOT_CHECKED = {
