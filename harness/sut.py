@@ -42,8 +42,10 @@ OFFSETS = "offsets"          # Inspector.state's leo / hw / log_start are the re
 # node answers); scenario roles `the metadata leader`, `metadata follower I` (not in the protocol: optional).
 META_GROUP = "meta-group"
 REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (None while tiered storage is off)
+WIPE = "wipe"                # DB.wipe: a stopped node's disk replaced by an empty one, prepared as the system needs
+MEMBERSHIP = "membership"    # DB.membership: move a key's replicas to other nodes; retire / add a node
 CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP,
-                REMOTE_TIER)
+                REMOTE_TIER, WIPE, MEMBERSHIP)
 
 
 class Unsupported(RuntimeError):
@@ -254,6 +256,11 @@ class DB(Protocol):
     def collect(self, node: str, dest: Path) -> None:
         """Copy the node's logs (and checkpoint files etc.) into dest = store/nodes/<node>/."""
 
+    # WIPE (optional): def wipe(self, node) -> dict
+    #   The node's process is down: replace its data directory by an empty one, as a replaced
+    #   disk would be, prepared the way the system needs to start on it (Kafka KRaft: formatted
+    #   again with the run's cluster id); the same node id. -> what was done (history value).
+
 
 @dataclass(frozen=True)
 class HostPlan:
@@ -361,7 +368,8 @@ class System:
 def require(db: DB, capability: str, needed_for: str = ""):
     """The capability object of a set-up system, or Unsupported."""
     db.system.require(capability, needed_for)
-    obj = getattr(db, {PROCESS: "process", PAUSE: "pausable", REMOTE_TIER: "remote_tier"}.get(capability, "inspector"),
+    obj = getattr(db, {PROCESS: "process", PAUSE: "pausable", REMOTE_TIER: "remote_tier",
+                            MEMBERSHIP: "membership"}.get(capability, "inspector"),
                   None)
     if obj is None:
         raise Unsupported(db.system.name, capability, needed_for)

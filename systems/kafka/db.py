@@ -27,7 +27,7 @@ from pathlib import Path
 from harness.cluster.base import ClusterError
 from harness.store import write_past_copies
 from harness.sut import HostPlan, RunShape
-from systems.daemons import NodeDaemons, last_line
+from systems.daemons import NodeDaemons, empty_dir, last_line
 from systems.kafka import install, tiered
 from systems.kafka.client import TOPIC, KafkaLogClient
 from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
@@ -192,6 +192,12 @@ class KafkaDb(NodeDaemons):
             local = os.path.join(tmp, f"{node}-{name}")
             Path(local).write_text(text)
             remote.put(local, os.path.join(self.node_dir(node), name))
+        self._format(node)
+
+    def _format(self, node: str) -> None:
+        """Kafka's StorageTool format of the node's data directory with the run's cluster id
+        (meta.properties gets the node id from the properties and a new directory id)."""
+        remote = self.cluster.remotes[node]
         fmt = [*self._java(node, "128m"), "kafka.tools.StorageTool", "format", "--ignore-formatted",
                "-t", self.cluster_id, "-c", self.props_path(node),
                "--feature", f"eligible.leader.replicas.version={1 if self.options.elr else 0}"]
@@ -204,6 +210,23 @@ class KafkaDb(NodeDaemons):
         # here (`sync FILE...` fsyncs files and directories), or a power fault under lazyfs would
         # leave a broker that cannot start, which is not what a test of the log is about.
         remote.run(["find", self.data_dir(node), "-exec", "sync", "{}", "+"], check=False, timeout=60)
+
+    def wipe(self, node: str) -> dict:
+        """WIPE: the stopped broker's disk replaced. KRaft: its data directory emptied and
+        formatted again with the run's cluster id (same node id, a new directory id);
+        ZooKeeper era: an empty log directory (the broker writes meta.properties itself).
+        The replicas it held are kept first as a past copy (the replica diff's divergence check)."""
+        if node not in self.nodes:
+            raise ClusterError(f"{node} is not a broker: only a broker's disk can be replaced")
+        self._keep_past_copy(node)
+        remote = self.cluster.remotes[node]
+        before = _directory_id(remote, self.data_dir(node))
+        out = {"files_removed": empty_dir(remote, self.data_dir(node))}
+        if not self.zk_era:
+            self._format(node)
+            out.update(cluster_id=self.cluster_id, directory_id={"old": before,
+                                                                 "new": _directory_id(remote, self.data_dir(node))})
+        return out
 
     def _install_zk_era(self, node: str, addresses: dict[str, str], tmp: str) -> None:
         """zoo.cfg on the ZooKeeper host, server.properties on a broker, log4j 1.x on both;
@@ -446,6 +469,13 @@ class KafkaDb(NodeDaemons):
             return json.loads(out.stdout)
         except ValueError:
             return None
+
+
+def _directory_id(remote, data_dir: str) -> str | None:
+    """`directory.id` of a KRaft log directory's meta.properties (None: none yet)."""
+    out = remote.run(["sh", "-c", 'grep "^directory.id=" "$1/meta.properties" 2>/dev/null | cut -d= -f2', "sh",
+                      data_dir], check=False)
+    return out.stdout.strip() or None
 
 
 def _separate_filesystem(remote) -> bool:

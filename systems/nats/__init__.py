@@ -22,7 +22,8 @@ the copies. Not available (`lacks` below says why), so refused at
 validation: persisted high watermarks (checkpoints), scenario conditions on
 LEO/HW, and clock faults.
 Faults: kill, pause, partition, packet, and on the data directory (which
-holds JetStream's files only) power and corrupt.
+holds JetStream's files only) power and corrupt; disk-loss and membership
+are refused (`lacks`).
 """
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, META_GROUP, OFFSETS, PAUSE, PROCESS,
-                         System, SystemOptions)
+from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, MEMBERSHIP, META_GROUP, OFFSETS, PAUSE,
+                         PROCESS, WIPE, System, SystemOptions)
 
 STORAGE = ("file", "memory")
 MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there is no replica to read back "
@@ -116,5 +117,8 @@ SYSTEM = System(
         EVENTS: "nats-server logs no truncations or ISR changes",
         CLOCK: "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
         "fault clock": "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
+        WIPE: "not built for nats-server: a server whose JetStream store is emptied comes back under the same "
+              "server name and Raft peer id, which its stream groups do not expect to have lost its log",
+        MEMBERSHIP: "not built for nats-server: its peer removal and stream placement moves are not driven here",
     },
 )
