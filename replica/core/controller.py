@@ -306,6 +306,8 @@ class ControllerCore:
             error = P.INVALID_REQUEST
         elif any(r not in s["isr"] and not self._alive(r) for r in isr):
             error = P.INELIGIBLE_REPLICA
+        elif self.rules.isr_broker_epochs and self._stale_incarnation(s, isr, message.get("broker_epochs")):
+            error = P.INELIGIBLE_REPLICA
         else:
             error = None
         if error is not None:
@@ -317,6 +319,21 @@ class ControllerCore:
         self._persist()
         self._reply(conn, corr, None, leader=s["leader"], leader_epoch=s["leader_epoch"],
                     isr=list(s["isr"]), version=s["version"])
+
+    def _stale_incarnation(self, s: dict, isr: list, epochs) -> bool:
+        """KIP-903: a replica the request adds, whose broker epoch (from the fetch the leader
+        saw) is not the one it registered with last, or is missing: the request is about an
+        earlier incarnation (before a replaced disk), whose log the new one may not have."""
+        epochs = epochs if isinstance(epochs, dict) else {}
+        for r in isr:
+            if r in s["isr"]:
+                continue
+            seen = epochs.get(str(r))
+            if seen != self.brokers[r]["epoch"]:
+                self._log(f"AlterIsr: replica {r} has broker epoch {self.brokers[r]['epoch']}, the request "
+                          f"saw {seen}: ineligible")
+                return True
+        return False
 
     def _on_isr_change(self, conn: Any, corr: Any, message: dict, now: int) -> None:
         parts = message.get("partitions")
