@@ -30,7 +30,7 @@ from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, empty_dir, last_line
 from systems.kafka import install, tiered
 from systems.kafka.client import TOPIC, KafkaLogClient
-from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
+from systems.kafka.config import (BROKER_PORT, CONTROLLER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
                                   node_id, render_zookeeper, topic_config)
 from systems.kafka.inspector import KafkaInspector
 
@@ -222,11 +222,35 @@ class KafkaDb(NodeDaemons):
         remote = self.cluster.remotes[node]
         before = _directory_id(remote, self.data_dir(node))
         out = {"files_removed": empty_dir(remote, self.data_dir(node))}
-        if not self.zk_era:
+        if self.zk_era:
+            out["registration"] = self._drop_zk_registration(node)
+        else:
             self._format(node)
             out.update(cluster_id=self.cluster_id, directory_id={"old": before,
-                                                                 "new": _directory_id(remote, self.data_dir(node))})
+                                                                 "new": _directory_id(remote, self.data_dir(node))},
+                       registration=self.unregister(node))
         return out
+
+    def unregister(self, node: str) -> str:
+        """KRaft: the broker's registration removed at the controller (UnregisterBroker, as its
+        session's expiry or an operator's `kafka-cluster.sh unregister` would), so that the next
+        incarnation registers at once -> "unregistered" | "absent" | why not."""
+        from systems.kafka.registration import RegistrationError, unregister_broker
+
+        controllers = [self.controller] if self.controller else [v for v in self.voters if v != node]
+        why = "no controller to ask"
+        for c in controllers:
+            try:
+                error = unregister_broker(self.cluster.remotes[c].address, CONTROLLER_PORT, node_id(node))
+            except RegistrationError as e:
+                why = str(e)
+                continue
+            if error is None:
+                return "unregistered"
+            if error == "BROKER_ID_NOT_REGISTERED":
+                return "absent"
+            why = error
+        return f"not unregistered ({why})"
 
     def _install_zk_era(self, node: str, addresses: dict[str, str], tmp: str) -> None:
         """zoo.cfg on the ZooKeeper host, server.properties on a broker, log4j 1.x on both;
@@ -377,6 +401,22 @@ class KafkaDb(NodeDaemons):
         left = killed + float(session) / 1000 + ZK_EXPIRY_MARGIN_S - time.monotonic()
         if left > 0:
             time.sleep(left)
+
+    def _drop_zk_registration(self, node: str) -> str:
+        """ZooKeeper era: the replaced broker's old registration (`/brokers/ids/<id>`, an
+        ephemeral node of its dead session) deleted, as the session's expiry would, so that
+        the new incarnation registers when it starts instead of waiting the session out:
+        a replacement must not take longer than a session (the `replaced-disk` scenario holds
+        its leader's requests meanwhile, and the leader's session is as long)."""
+        remote = self.cluster.remotes[self.zookeeper]
+        path = f"/brokers/ids/{node_id(node)}"
+        argv = [*self._java(self.zookeeper, "64m"), "org.apache.zookeeper.ZooKeeperMain", "-server",
+                f"{remote.address}:{ZK_PORT}", "delete", path]
+        out = remote.run(argv, check=False, timeout=90)
+        self.killed_at.pop(node, None)
+        text = (out.stdout + out.stderr)
+        return "absent" if "Node does not exist" in text else ("deleted" if out.returncode == 0 else
+                                                              f"not deleted ({last_line(text)})")
 
     def _keep_past_copy(self, node: str) -> None:
         """The stopped broker's replicas as its disk holds them, before it restarts.
