@@ -897,6 +897,15 @@ class BrokerCore(TieredMixin):
             return
         self.metadata[key] = u
         if self.id not in u["replicas"]:
+            p = self.partitions.get(key)
+            if p is not None and p.role != "none":   # reassigned away: stop replicating (the files stay)
+                self._abort_parked(p)
+                p.role, p.fetch_state, p.inflight, p.retry_at = "none", FetchState.IDLE, None, None
+                p.remotes = {}
+                p.pending_isr = p.pending_isr_corr = p.pending_isr_retry_at = None
+                p.replicas, p.isr, p.version = list(u["replicas"]), list(u["isr"]), u["version"]
+                p.leader, p.leader_epoch = u["leader"], u["leader_epoch"]
+                self._log(f"{p.topic}-{p.partition}: no longer a replica (replicas {p.replicas})")
             return
         p = self.partitions.get(key)
         if p is None:
