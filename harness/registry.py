@@ -56,7 +56,7 @@ BUILTINS: dict[str, dict[str, str]] = {
              "partition": "nemesis.partition:PARTITION", "power": "nemesis.power:POWER",
              "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",
              "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE",
-             "disk-loss": "nemesis.disk_loss:DISK_LOSS"},
+             "disk-loss": "nemesis.disk_loss:DISK_LOSS", "membership": "nemesis.membership:MEMBERSHIP_FAULT"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
                "linearizability": "checkers.linearizability:CHECKER"},
 }

@@ -211,6 +211,22 @@ class RemoteTier(Protocol):
         changed; Unsupported (one line) where the system cannot slow its store."""
 
 
+@runtime_checkable
+class Membership(Protocol):
+    """MEMBERSHIP: the operators' membership changes (blocking calls; run them in a thread)."""
+
+    def replicas(self) -> dict[int, list[str]]:
+        """Every key's assigned replicas (node names) in preference order, as the authority says now."""
+
+    def reassign(self, key: int, nodes: list[str]) -> dict:
+        """Move the key's replicas to `nodes` (in this order); returns once the system accepted the
+        move (it completes in the background: new replicas catch up, then the old ones go) -> what
+        the system answered. A refusal raises RuntimeError (one line)."""
+
+    # optional: def unregister(self, node) -> str   remove a stopped node from the cluster's members
+    # (Kafka KRaft's UnregisterBroker); a system without it retires a node by stopping it
+
+
 # -- the system on a cluster ---------------------------------------------------
 @runtime_checkable
 class DB(Protocol):

@@ -42,7 +42,7 @@ class DiskLoss:
             wiped[n] = self.db.wipe(n)
             self.log(f"disk-loss {n}: {wiped[n]}")
         self.victims += [n for n in target.nodes if n not in self.victims]
-        return {"nodes": list(target.nodes), "wiped": wiped}
+        return {"nodes": list(target.nodes), "wiped": wiped, "text": "; ".join(_text(n, w) for n, w in wiped.items())}
 
     def stop(self, target, rng, record):
         if target is None:
@@ -57,6 +57,17 @@ class DiskLoss:
 
     def heal(self) -> None:
         self.victims = []   # the runner restarts every process that is down
+
+
+def _text(node: str, wiped: dict) -> str:
+    """The report's words for one wiped node."""
+    out = f"{node} wiped ({wiped.get('files_removed', '?')} files"
+    ids = wiped.get("directory_id")
+    if isinstance(ids, dict):
+        out += f"; directory id {ids.get('old')} -> {ids.get('new')}"
+    if wiped.get("registration"):
+        out += f"; old registration {wiped['registration']}"
+    return out + ")"
 
 
 DISK_LOSS = FaultKind(name="disk-loss", start="disk-loss", stop="disk-restart", stop_step="disk-restart",

@@ -148,6 +148,8 @@ def nemesis_label(op: Op) -> str:
         return f"{op.f} {' '.join(map(str, value))}".strip()
     if isinstance(value, str):
         return f"{op.f} {value}"
+    if isinstance(value, dict) and isinstance(value.get("text"), str):   # a fault's own words (disk-loss, membership)
+        return f"{op.f} {value['text']}"
     if isinstance(value, (dict, list)) and "partition" in str(op.f) and (grudge := parse_grudge(value)):
         return f"{op.f} {grudge_text(grudge)}"
     return str(op.f)

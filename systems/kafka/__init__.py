@@ -41,7 +41,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         WIPE, System, SystemOptions)
+                         MEMBERSHIP, WIPE, System, SystemOptions)
 
 CONTROLLER = "ctl"
 ZOOKEEPER = "zk"
@@ -135,7 +135,7 @@ SYSTEM = System(
                 "confluent-kafka): topic `log`, controller ctl or zookeeper zk + brokers n1..nN",
     options=KafkaOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS,
-                            REMOTE_TIER, WIPE}),
+                            REMOTE_TIER, WIPE, MEMBERSHIP}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,

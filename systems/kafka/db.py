@@ -98,9 +98,18 @@ class KafkaDb(NodeDaemons):
         self.killed_at: dict[str, float] = {}    # ZooKeeper era: node -> when it was SIGKILLed
         self.process = self
         self.pausable = self
+        self._membership = None
         self.inspector = KafkaInspector(self)
         self.remote_tier = tiered.KafkaRemoteTier(self, TOPIC, [node_id(n) for n in self.nodes]) \
             if self.tiered else None
+
+    @property
+    def membership(self):
+        """MEMBERSHIP (made on first use: Kafka before 2.4 refuses it in one line)."""
+        if self._membership is None:
+            from systems.kafka.membership import KafkaMembership
+            self._membership = KafkaMembership(self)
+        return self._membership
 
     # -- where things are ------------------------------------------------
     def roles(self, node: str) -> str:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from replica.protocol import ERAS
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         WIPE, System, SystemOptions)
+                         MEMBERSHIP, WIPE, System, SystemOptions)
 
 CONTROLLER = "ctl"
 STORE = "store"          # tiered storage's object store (replica.remote_store), when enabled
@@ -65,7 +65,7 @@ SYSTEM = System(
     description="replica/: Kafka-style replicated log (eras hw, kip101, epoch), controller ctl + brokers n1..nN",
     options=ReplicaOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS,
-                            REMOTE_TIER, WIPE}),
+                            REMOTE_TIER, WIPE, MEMBERSHIP}),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,

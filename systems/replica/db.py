@@ -35,8 +35,17 @@ class ReplicaDb(NodeDaemons):
         self.env: dict[str, dict[str, str]] = {}
         self.process = self
         self.pausable = self
+        self._membership = None
         self.inspector = ReplicaInspector(self)
         self.remote_tier = ReplicaRemoteTier(self, self.store) if self.store else None
+
+    @property
+    def membership(self):
+        """MEMBERSHIP: the controller's partition reassignment."""
+        if self._membership is None:
+            from systems.replica.membership import ReplicaMembership
+            self._membership = ReplicaMembership(self)
+        return self._membership
 
     # -- addresses -------------------------------------------------------
     def broker_id(self, node: str) -> int:
