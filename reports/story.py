@@ -183,6 +183,11 @@ def _removal(events: list[NodeEvent], drops: list[dict], key: int, offset: int |
             out.append(Event(e.t, e.describe()))
         elif e.kind == "leader" and e.leo is not None and e.leo <= offset:
             out.append(Event(e.t, f"{e.describe()}: elected without offset {offset}"))
+            # how it could be elected: an ISR change since the ack that let it in (a late
+            # expansion about an earlier incarnation of it: KAFKA-14139, a replaced disk)
+            out += [Event(i.t, i.describe()) for i in events
+                    if i.kind == "isr" and i.key == key and i.t is not None and after <= i.t <= e.t
+                    and e.node in i.added and Event(i.t, i.describe()) not in out]
     if not any("truncated" in e.text for e in out):  # no broker log: the sampler's LEO drops
         for d in drops:
             t = d.get("time_ns")
