@@ -3,7 +3,7 @@
     .venv/bin/python bench/history_to_parquet.py --ops 10000000 [--dir bench/out] [--baseline-ops 1000000]
 
 Writes (once, then reuses) a synthetic history of `ops` lines
-(`checkers.bench.jsonl_history.generate_jsonl`, 1000 keys), converts it the way
+(`bench.engines.jsonl_history.generate_jsonl`, 1000 keys), converts it the way
 `harness check --engine spark` does (`parquet.write_run` over `iter_jsonl`,
 block-wise) in a child process of its own (so its peak RSS is its own), and
 in the same run measures two baselines on the first `baseline-ops` lines of
@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def child(mode: str, path: str, out_dir: str, limit: int) -> dict:
     """One measurement, in this (child) process."""
-    from checkers.input import parquet
-    from checkers.input.history import iter_jsonl
+    from history import parquet
+    from history.formats import iter_jsonl
 
     wall, cpu = time.perf_counter(), time.process_time()
     if mode == "convert":
@@ -76,7 +76,7 @@ def measure(mode: str, path: Path, out_dir: Path, limit: int) -> dict:
 
 
 def history(out: Path, ops: int, keys: int) -> tuple[Path, dict | None]:
-    from checkers.bench.jsonl_history import generate_jsonl
+    from bench.engines.jsonl_history import generate_jsonl
 
     path = out / f"history-{ops}-{keys}.jsonl"
     if path.exists():

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/knossos_read_check.py [--repeat 5]
 
-Reports, per repetition, the time to read every file (`checkers.input.history`,
+Reports, per repetition, the time to read every file (`history.formats`,
 the fast path for Jepsen's flat op maps) and to check it (WGL, the model of
 tests/data/README.md), beside the same-run baseline: the same files read by
 edn_format (`_read_edn_slow`). Wall and CPU seconds, and the load average:
@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from checkers.input.history import _read_edn_slow, read_history
+from history.formats import _read_edn_slow, read_history
 from checkers.linear import check_ops
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "knossos"

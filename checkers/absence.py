@@ -11,7 +11,7 @@ log: an acknowledged send to the key never read is `unseen`, one read earlier
 is no anomaly at all (nothing in the final reads reaches its offset), one
 below an offset read earlier is already `lost-write`. A log that does not
 exist holds none of them, so this pass, run after either engine on the
-checker results (checkers.store.assemble), counts every acknowledged send to
+checker results (checkers.check_store.assemble), counts every acknowledged send to
 such a key as `lost-write`: the `unseen` ones move, the read ones are added,
 each example names the acknowledgement and the poll that found the log gone
 (`absent`: the system's answer). The log checker's result gets `absent`
@@ -25,8 +25,8 @@ from __future__ import annotations
 import mmap
 import os
 
-from checkers.input.flatten import decode_value, flatten
-from checkers.input.history import iter_jsonl
+from history.flatten import decode_value, flatten
+from history.formats import iter_jsonl
 from checkers.log_anomalies import MAX_EXAMPLES
 
 MARKER = b'"absent":'

@@ -23,14 +23,14 @@ def merge_valid(verdicts: Iterable) -> bool | str:
 
 @dataclass(frozen=True)
 class StoreData:
-    """A store's history and replica dumps, flattened (checkers.input.flatten)."""
+    """A store's history and replica dumps, flattened (history.flatten)."""
 
     sends: list
     reads: list
     records: list
     replicas: list
     dumps_complete: bool  # every data node left a readable dump
-    ends: list = ()       # keys read to their end in the final phase (checkers.input.flatten ends)
+    ends: list = ()       # keys read to their end in the final phase (history.flatten ends)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ key is searched with the WGL kernel (`checkers.linear.wgl`) against the
   holds, or never; a failed send never happened;
 - an ok poll's records of one key are a read: at one instant the log holds
   those values at those offsets (skipping no offset anybody observed);
-- the end of a key (`checkers.input.flatten` ends: where the final consumer stood
+- the end of a key (`history.flatten` ends: where the final consumer stood
   after its last poll of the key) asserts the log's length at that instant.
 
 Against the log checker (`checkers.log_anomalies`): a lost-write, unseen or
@@ -45,7 +45,7 @@ import time
 from collections import defaultdict
 from typing import Any, Iterable
 
-from checkers.input.flatten import decode_value
+from history.flatten import decode_value
 from checkers.linear.calls import Call
 from checkers.linear.history_local import merge_results
 from checkers.linear.models import Log
@@ -70,7 +70,7 @@ def key_calls(key: int, sends: Iterable[tuple], reads: Iterable[tuple],
     """The calls of one key, in invocation order.
 
     sends: (value, offset, type, process, invoke_index, complete_index) as in
-    checkers.input.flatten's send rows without the key; reads: (offset, value,
+    history.flatten's send rows without the key; reads: (offset, value,
     process, index, invoke_index); end: (end_offset, invoke_index,
     complete_index) or None. Values are canonical JSON texts (both engines
     compare the same texts).
@@ -158,7 +158,7 @@ def result(per_key: list[tuple[int, dict]], engine: str, seconds: float,
 
 def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple],
                time_limit: float | None = None) -> dict:
-    """In-process engine over the flat rows of `checkers.input.flatten` (all keys, one by one)."""
+    """In-process engine over the flat rows of `history.flatten` (all keys, one by one)."""
     started = time.monotonic()
     limit = time_limit_default() if time_limit is None else time_limit
     deadline_epoch = time.time() + limit

@@ -1,6 +1,6 @@
 """Per-key log anomalies of a Kafka-style history, after Jepsen's Kafka checker.
 
-The in-process kernel: plain Python over the flat tables of `checkers.input.flatten`.
+The in-process kernel: plain Python over the flat tables of `history.flatten`.
 `checkers.spark.log_anomalies` computes exactly the same results with DataFrame jobs;
 a test holds the two to identical output.
 
@@ -35,7 +35,7 @@ given, identical in both engines):
   every offset read on that key (or the key was never read). Jepsen reports
   the final unseen count; final-phase polls read every key to its end, so any
   unseen send is an error -- when they did: on a key whose final reads did not
-  complete (no end row, see `checkers.input.flatten`: the run was interrupted before
+  complete (no end row, see `history.flatten`: the run was interrupted before
   the final phase, or its reads timed out) such a send is undecided, not
   unseen: it is counted under `unknown` with the reason, and the verdict is
   "unknown" unless something else is wrong. Per send; order key, offset, value.
@@ -47,7 +47,7 @@ given, identical in both engines):
   after a restart). Per send; order key, offset, value; ops: the ack and the
   first poll that read it.
 - nonmonotonic-poll / poll-skip: within one consumer session (one process,
-  between consumer resets, see `checkers.input.flatten`), the consecutive pairs of
+  between consumer resets, see `history.flatten`), the consecutive pairs of
   offsets read for a key, in history order and then position within a poll.
   delta = rank(second) - rank(first); delta < 1 (backwards or the same offset
   again) is nonmonotonic-poll, delta > 1 (it jumped over a known offset) is
@@ -87,7 +87,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from checkers.input.flatten import decode_value, flatten
+from history.flatten import decode_value, flatten
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("log")
@@ -106,7 +106,7 @@ def check(ops: Iterable[dict]) -> dict:
 
 
 def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dict:
-    """Check flat send, read and end rows (columns as in checkers.input.flatten)."""
+    """Check flat send, read and end rows (columns as in history.flatten)."""
     findings = {
         "inconsistent-offsets": _inconsistent_offsets(sends, reads),
         "duplicate": _duplicates(sends, reads),

@@ -3,7 +3,7 @@
 The history shows what clients saw; the dumps show what the replicas hold.
 This checker catches what clients could not see: replicas that disagree
 about committed data, holes in committed ranges, and acknowledged writes that
-no replica kept. In-process kernel over the flat rows of `checkers.input.flatten`;
+no replica kept. In-process kernel over the flat rows of `history.flatten`;
 `checkers.spark.replica_diff` computes identical results with DataFrame jobs.
 
 Per replica r of key k: hw(r), log_start(r), and its records (offset, epoch,
@@ -54,7 +54,7 @@ missing-committed or lost-acknowledged; "unknown" when no dump exists, or
 when some are missing and only the latter two (which a missing replica could
 explain) were found; True otherwise. lost-acknowledged also needs the final
 phase: dumps taken before the cluster recovered and every key was read to its
-end (`final_reads`, see `checkers.input.flatten` ends) may lack what the replicas
+end (`final_reads`, see `history.flatten` ends) may lack what the replicas
 would still have fetched, so then a lost-acknowledged finding is "unknown"
 with that reason.
 """
@@ -65,7 +65,7 @@ import json
 from collections import defaultdict
 from typing import Iterable
 
-from checkers.input.flatten import decode_value, flatten, flatten_dumps, is_past
+from history.flatten import decode_value, flatten, flatten_dumps, is_past
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("replica-diff")

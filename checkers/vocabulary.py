@@ -103,6 +103,58 @@ _ALL = [
             "and no copy of the log kept it.",
             "{n} acknowledged write{s} absent from every replica", (),
             "Replica state, which Jepsen does not read; its :lost-write needs a read past the offset."),
+    # The txn checker (checkers/txn_anomalies.py): transactions of sends and polls. Its
+    # lost-write, duplicate and inconsistent-offsets are the log checker's, counted over the
+    # transactions (a value of an indefinite transaction counts as committed once a sibling
+    # value was read), so they are the log checker's names with the txn checker's section.
+    Anomaly("G0", "txn",
+            "A cycle of write-write dependencies: two transactions' sends interleave in the logs of two "
+            "keys. Kafka does not isolate a transaction's writes, so this is allowed (as Jepsen allows it).",
+            "{n} write cycle{s} (G0, allowed)", (":G0",)),
+    Anomaly("G0-process", "txn",
+            "A write cycle through a process's own order of transactions (allowed, as G0).",
+            "{n} write cycle{s} with process order (G0-process, allowed)", (":G0-process",)),
+    Anomaly("G0-realtime", "txn",
+            "A write cycle through real-time order: a transaction's sends land before those of one that "
+            "completed before it began (allowed, as G0).",
+            "{n} write cycle{s} with real-time order (G0-realtime, allowed)", (":G0-realtime",)),
+    Anomaly("G1c", "txn",
+            "Circular information flow: transactions each read what the next one wrote, around a cycle; "
+            "read_committed consumers cannot see that.",
+            "{n} circular information flow{s} (G1c)", (":G1c",)),
+    Anomaly("G1c-process", "txn",
+            "Circular information flow through a process's order: a transaction read a value a later "
+            "transaction of the same process wrote (or a cycle of such).",
+            "{n} read cycle{s} with process order (G1c-process)", (":G1c-process",)),
+    Anomaly("G1c-realtime", "txn",
+            "Circular information flow through real time: a transaction read a value written by one that "
+            "began only after it had completed (or a cycle of such).",
+            "{n} read cycle{s} with real-time order (G1c-realtime)", (":G1c-realtime",)),
+    Anomaly("G1a", "txn",
+            "Aborted read: a value sent by a transaction that failed (aborted) was read by a committed poll.",
+            "{n} value{s} of aborted transactions read", (":G1a",),
+            "Jepsen counts each read of such a value; we count the values."),
+    Anomaly("precommitted-read", "txn",
+            "A transaction polled a value it sent itself: read_committed consumers must not see a "
+            "transaction's records before it commits.",
+            "{n} transaction{s} that read their own sends", (":precommitted-read",)),
+    Anomaly("txn-lost-write", "txn",
+            "A committed transaction's send (the transaction ok, or indefinite with one of its values read: "
+            "transactions are atomic) was never read, although its key was read past its offset, or to "
+            "its end when the offset is unknown.",
+            "{n} committed transactional write{s} lost", (":lost-write",),
+            "Jepsen's :lost-write under its own name; ours is named apart from the log checker's "
+            "lost-write (acknowledged sends only), which runs on the same history."),
+    Anomaly("txn-duplicate", "txn",
+            "A value of a transaction appears at two offsets of its key.",
+            "{n} transactional value{s} stored twice", (":duplicate",),
+            "Jepsen's :duplicate; named apart from the log checker's duplicate, which runs on the same "
+            "history."),
+    Anomaly("txn-inconsistent-offsets", "txn",
+            "Two different values were seen (read, or acknowledged by a committed transaction) at one offset.",
+            "{n} offset{s} with different values (transactions)", (":inconsistent-offsets",),
+            "Jepsen's :inconsistent-offsets; named apart from the log checker's, which runs on the same "
+            "history."),
 ]
 
 VOCABULARY: dict[str, Anomaly] = {a.name: a for a in _ALL}

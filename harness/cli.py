@@ -10,7 +10,7 @@ import logging
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -92,7 +92,7 @@ def registered(group: str):
 def print_json(store: Path | None, code: int, results: dict | None = None) -> None:
     """For machines: the whole result with the verdict and the store path, one JSON document on stdout."""
     if results is None and store is not None:
-        from harness.store import read_results
+        from harness.run_store import read_results
 
         results = read_results(store)
     doc = dict(results) if isinstance(results, dict) else {"valid": "unknown", "error": "no results.json"}
@@ -118,7 +118,7 @@ def campaign_json(path: Path | None, code: int) -> None:
         doc = json.loads((path / "summary.json").read_text())
     else:
         from harness.campaign.cli import run_code
-        from harness.store import read_results
+        from harness.run_store import read_results
 
         runs = {}
         for hist in sorted(path.rglob("history.jsonl")) if path is not None else []:
@@ -190,16 +190,50 @@ def _roles(system: str | None) -> dict:
         return {}
 
 
+def _registered_names(group: str) -> str:
+    """The registered names of a group for a --help text (harness/registry.py)."""
+    from harness import registry
+
+    return ", ".join(registry.names(group))
+
+
+# -- options `run` and `scenario` share: one definition each ------------------------------------
+SystemOpt = Annotated[Optional[str], typer.Option(
+    "--sut", "--system", help=f"system under test: {_systems()} (default {_default_system()}); "
+                              f"`scenario --list`: only its scenarios")]
+VariantOpt = Annotated[Optional[str], typer.Option(
+    "--variant", "--era", help="the system's variant (its variant option; `harness scenario --list` shows each "
+                               "scenario's)")]
+OptionOpt = Annotated[List[str], typer.Option(
+    "--option", help="a system option key=value (the system's own names; over a scenario's), repeatable")]
+BackendOpt = Annotated[Optional[str], typer.Option(
+    help=f"cluster backend: {_registered_names('replog.backends')} (default netns)",
+    callback=registered("replog.backends"))]
+SubnetOpt = Annotated[Optional[str], typer.Option(
+    help="host subnet (netns default 10.210.0.0/24; docker: first free /24 of 10.211.0.0/16)")]
+StoreOpt = Annotated[Optional[str], typer.Option("--store", help="store root directory (default ./store)")]
+HostsOpt = Annotated[Optional[str], typer.Option(help="ssh backend: comma list of existing hosts, controller first")]
+SshUserOpt = Annotated[Optional[str], typer.Option(help="ssh backend: login user")]
+SshKeyOpt = Annotated[Optional[Path], typer.Option(help="ssh backend: private key file")]
+KnownHostsOpt = Annotated[Optional[Path], typer.Option(help="ssh backend: known_hosts file with every host's key")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print results.json with the store path as one JSON document")]
+JunitOpt = Annotated[Optional[Path], typer.Option("--junit", help="also write the verdict as JUnit XML to this file")]
+
+
 @app.command()
 def run(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML spec file; flags override it"),
-    system: Optional[str] = typer.Option(None, "--sut", "--system",
-                                         help=f"system under test: {_systems()} (default {_default_system()})"),
-    variant: Optional[str] = typer.Option(None, "--variant", "--era",
-                                          help="the system's variant (its variant option; `harness scenario --list`)"),
-    option: List[str] = typer.Option([], "--option", help="a system option key=value (its own names), repeatable"),
+    system: SystemOpt = None,
+    variant: VariantOpt = None,
+    option: OptionOpt = [],
     storage: Optional[str] = typer.Option(None, hidden=True, help="deprecated: --option storage=..."),
-    nemesis: Optional[str] = typer.Option(None, help="comma list of kill,pause,partition (default none)"),
+    workload: Optional[str] = typer.Option(None, help=f"the workload: {_registered_names('replog.workloads')} "
+                                           f"(default log; docs/workloads.md)", callback=registered("replog.workloads")),
+    workload_option: List[str] = typer.Option([], "--workload-option",
+                                              help="a workload option key=value, repeatable (each workload's options and their "
+                                                   "defaults: docs/reference/faults.md)"),
+    nemesis: Optional[str] = typer.Option(None, help=f"comma list of faults: {_registered_names('replog.faults')} "
+                                          f"(default none; docs/reference/faults.md says which systems support each)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
     nemesis_mode: Optional[str] = typer.Option(None, help="random | targeted: faults aimed by the sampled state "
                                                "(leader, a follower whose HW moved, ...; default random)",
@@ -211,32 +245,32 @@ def run(
     concurrency: Optional[int] = typer.Option(None, help="client processes (default 10)"),
     rate: Optional[float] = typer.Option(None, help="target ops/s over all clients (default 100)"),
     acks: Optional[str] = typer.Option(None, help="0 | 1 | all (default all)", callback=choice(*ACKS)),
-    backend: Optional[str] = typer.Option(None, help="netns | docker | ssh (default netns)",
-                                          callback=registered("replog.backends")),
-    subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24; docker: first free /24 of 10.211.0.0/16)"),
-    hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
-    ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
-    ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
-    known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
-    name: Optional[str] = typer.Option(None, help="test name (default log-<variant>)"),
-    store_root: Optional[str] = typer.Option(None, "--store", help="store root directory (default ./store)"),
+    backend: BackendOpt = None,
+    subnet: SubnetOpt = None,
+    hosts: HostsOpt = None,
+    ssh_user: SshUserOpt = None,
+    ssh_key: SshKeyOpt = None,
+    known_hosts: KnownHostsOpt = None,
+    name: Optional[str] = typer.Option(None, help="test name (default <workload>-<variant>)"),
+    store_root: StoreOpt = None,
     set_: List[str] = typer.Option([], "--set", help="a system setting key=value (its own names), repeatable"),
     no_check: bool = typer.Option(False, "--no-check", help="skip the checkers (exit 2)"),
-    json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
+    json_out: JsonOpt = False,
+    junit: JunitOpt = None,
 ):
     """Create a cluster, run the workload under faults, check the history."""
     from harness.runner import Run, RunError
     from harness.spec import SpecError, build_spec, parse_options, parse_settings
-    from harness.store import StoreError
+    from harness.run_store import StoreError
 
     try:
         settings = parse_settings(set_) if set_ else None
         options = {**({"storage": storage} if storage else {}), **parse_options(option)}
         if hosts and nodes is None:  # the system's role hosts (e.g. a controller) come first
             nodes = len(hosts.split(",")) - len(_roles(system))
+        workload_options = parse_settings(workload_option, "--workload-option") if workload_option else None
         spec = build_spec(str(spec_file) if spec_file else None, system=system, variant=variant, nemesis=nemesis,
-                          system_options=options or None,
+                          system_options=options or None, workload=workload, workload_options=workload_options,
                           nemesis_interval=nemesis_interval, nemesis_mode=nemesis_mode, time_limit=time_limit, seed=seed, nodes=nodes,
                           keys=keys, concurrency=concurrency, rate=rate, acks=acks, backend=backend,
                           subnet=subnet, name=name, store_root=store_root,
@@ -271,7 +305,7 @@ def check(
     """Re-check a store (also a partial one): writes results.json. A history file is
     checked as it is (nothing written)."""
     from harness import verdict
-    from harness.store import StoreError, validate_store
+    from harness.run_store import StoreError, validate_store
 
     if store.is_file():
         _check_history_file(store, engine, master, json_out)
@@ -297,7 +331,7 @@ def check(
 
 def _check_history_file(path: Path, engine: str, master: Optional[str], json_out: bool) -> None:
     """`harness check FILE`: the history checkers on a lone history; exits."""
-    from checkers.store import check_history_file
+    from checkers.check_store import check_history_file
     from harness import verdict
 
     try:
@@ -370,7 +404,7 @@ def check_history(
 @app.command()
 def report(store: Path = typer.Argument(..., help="a run directory")):
     """Build report.html for a store."""
-    from harness.store import StoreError, validate_store
+    from harness.run_store import StoreError, validate_store
 
     try:
         path = validate_store(store)
@@ -378,6 +412,17 @@ def report(store: Path = typer.Argument(..., help="a run directory")):
         fail(str(e))
     build = _entry("reports", "build_report")
     typer.echo(str(build(str(path))))
+
+
+def _bench_entries():
+    """The benchmarks are not installed (bench/ beside the packages): run from a checkout."""
+    from harness.run_store import REPO_DIR
+
+    if not (REPO_DIR / "bench" / "engines").is_dir():
+        fail(f"harness bench runs from a checkout: {REPO_DIR}/bench/engines is missing")
+    if str(REPO_DIR) not in sys.path:
+        sys.path.insert(0, str(REPO_DIR))
+    return (_entry("bench.engines.synthetic", "run_bench"), _entry("bench.engines.from_jsonl", "run_jsonl_bench"))
 
 
 @app.command()
@@ -390,12 +435,13 @@ def bench(
     inject: int = typer.Option(1, help="anomalies of each type injected per size"),
     seed: int = typer.Option(0, help="seed of the generator"),
     repeat: int = typer.Option(1, help="checks per size in one session; the last is reported (2: warm)"),
+    profile: bool = typer.Option(True, "--profile/--no-profile",
+                                 help="keep each path's top cProfile entries in the JSON (profile_top)"),
     from_jsonl: str = typer.Option("", "--from-jsonl",
                                    help="also from a history.jsonl of these many lines (comma list): convert, check, end to end"),
 ):
     """Checker benchmark: synthetic histories and dumps, both drivers timed against a same-run baseline."""
-    run_bench = _entry("checkers.bench.synthetic", "run_bench")
-    run_jsonl_bench = _entry("checkers.bench.from_jsonl", "run_jsonl_bench")
+    run_bench, run_jsonl_bench = _bench_entries()
     size_list, jsonl_list = [], []
     for option, text, out_list in (("--sizes", sizes, size_list), ("--from-jsonl", from_jsonl, jsonl_list)):
         try:
@@ -404,10 +450,11 @@ def bench(
             fail(f"{option} {text!r}: give whole numbers separated by commas, e.g. 1000000,10000000")
     try:
         res = run_bench(sizes=size_list, keys=keys, out_dir=str(out), master=master,
-                        local_max_ops=local_max_ops, inject=inject, seed=seed, repeat=repeat)
+                        local_max_ops=local_max_ops, inject=inject, seed=seed, repeat=repeat,
+                        profile=profile)
         if jsonl_list:
             res["from_jsonl"] = run_jsonl_bench(jsonl_list, keys=keys, out_dir=str(out),
-                                                master=master, inject=inject, seed=seed)
+                                                master=master, inject=inject, seed=seed, profile=profile)
     except ValueError as e:
         fail(str(e))
     typer.echo(json.dumps(res, indent=2, default=str))
@@ -484,36 +531,35 @@ def serve(
 @app.command()
 def scenario(
     name: Optional[str] = typer.Argument(None, help="a library scenario (see --list)"),
-    variant: Optional[str] = typer.Option(None, "--variant", "--era",
-                                      help="the system's variant (`--list` shows each scenario's)"),
-    system: Optional[str] = typer.Option(None, "--sut", "--system",
-                                         help="only this system's scenarios (--list); the script must be for it"),
+    variant: VariantOpt = None,
+    system: SystemOpt = None,
     file: Optional[Path] = typer.Option(None, "--file", help="your own scenario script (YAML)"),
     list_: bool = typer.Option(False, "--list", help="list the library with the expected verdicts"),
-    backend: str = typer.Option("netns", help="netns | docker | ssh", callback=registered("replog.backends")),
+    backend: BackendOpt = None,
     expect: bool = typer.Option(False, "--expect", help="exit 0 iff the verdict is the declared one (CI)"),
-    store_root: str = typer.Option("store", "--store", help="store root directory"),
-    subnet: Optional[str] = typer.Option(None, help="host subnet (netns default 10.210.0.0/24)"),
-    hosts: Optional[str] = typer.Option(None, help="ssh backend: comma list of existing hosts, controller first"),
-    ssh_user: Optional[str] = typer.Option(None, help="ssh backend: login user"),
-    ssh_key: Optional[Path] = typer.Option(None, help="ssh backend: private key file"),
-    known_hosts: Optional[Path] = typer.Option(None, help="ssh backend: known_hosts file with every host's key"),
-    json_out: bool = typer.Option(False, "--json", help="print results.json with the store path as one JSON document"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="also write the verdict as JUnit XML to this file"),
-    option: List[str] = typer.Option([], "--option", help="system option key=value over the scenario's (the "
-                                     "system's own names), repeatable"),
+    store_root: StoreOpt = None,
+    subnet: SubnetOpt = None,
+    hosts: HostsOpt = None,
+    ssh_user: SshUserOpt = None,
+    ssh_key: SshKeyOpt = None,
+    known_hosts: KnownHostsOpt = None,
+    json_out: JsonOpt = False,
+    junit: JunitOpt = None,
+    option: OptionOpt = [],
     compare: bool = typer.Option(False, "--compare",
                                  help="NAME (or all) on the default system's model and on the system that offers "
                                       "the comparison (--sut picks one), side by side"),
     runs: int = typer.Option(1, "--runs", help="--compare: runs per variant and release"),
     from_store: bool = typer.Option(False, "--from-store", help="--compare: only the table of the runs in --store"),
 ):
-    """Run a scripted fault scenario (nemesis/scenarios/README.md)."""
+    """Run a scripted fault scenario (docs/scenarios.md)."""
+    backend = backend or "netns"
+    store_root = store_root or "store"
     if compare:
         compare_command = _comparison(system)
         raise typer.Exit(compare_command(name, store_root, runs=runs, from_store=from_store, subnet=subnet,
                                          backend=backend))
-    run_command = _entry("nemesis.scenarios.cli", "run_command")
+    run_command = _entry("scenarios.cli", "run_command")
     with stdout_to_stderr(json_out) as lines:  # the store path is the last line printed
         code = run_command(name, str(file) if file else None, variant, list_=list_, backend=backend, system=system,
                            expect=expect, store_root=store_root, subnet=subnet,
@@ -543,13 +589,13 @@ def export(
     out: Optional[Path] = typer.Option(None, "--out", help="output file (default STORE/history.FORMAT)"),
 ):
     """Write the run's history in another format."""
-    from harness.store import StoreError, validate_store
+    from harness.run_store import StoreError, validate_store
 
     try:
         path = validate_store(store)
     except StoreError as e:
         fail(str(e))
-    history = importlib.import_module("checkers.input.history")
+    history = importlib.import_module("history.formats")
     target = out or path / f"history.{format_.value}"
     if target.resolve() == (path / "history.jsonl").resolve():
         fail(f"--out {target} is the run's own history; pick another file")
@@ -571,7 +617,7 @@ def repeat(
     subnet: str = typer.Option("10.214.3.0/24", help="host subnet of the runs"),
 ):
     """Run every asserted cell of the scenario table N times: counts and medians."""
-    repeat_main = _entry("nemesis.scenarios.repeat", "main")
+    repeat_main = _entry("scenarios.repeat", "main")
     argv = ["--runs", str(runs), "--store", store_root, "--subnet", subnet]
     for name in only:
         argv += ["--only", name]

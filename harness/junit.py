@@ -47,7 +47,7 @@ def run_case(store: Path | None, classname: str | None = None, message_prefix: s
         return Case(classname or "harness", "run", "error", "the run did not start (no store)")
     from harness.verdict import summary
     from harness.registry import DEFAULT_SYSTEM
-    from harness.store import read_results, read_scenario_section
+    from harness.run_store import read_results, read_scenario_section
     test, results = _read(store / "test.json"), read_results(store)
     scenario = (read_scenario_section(store) or {}).get("name")
     variant = test.get("variant") or test.get("era")

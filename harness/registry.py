@@ -51,14 +51,14 @@ DEFAULT_SYSTEM = "replica"
 BUILTINS: dict[str, dict[str, str]] = {
     BACKENDS: {"netns": "harness.cluster.netns", "docker": "harness.cluster.docker",
                "ssh": "harness.cluster.ssh"},
-    WORKLOADS: {"log": "workloads.log:WORKLOAD"},
+    WORKLOADS: {"log": "workloads.log:WORKLOAD", "queue": "workloads.queue:WORKLOAD"},
     FAULTS: {"kill": "nemesis.kill:KILL", "pause": "nemesis.pause:PAUSE_FAULT",
              "partition": "nemesis.partition:PARTITION", "power": "nemesis.power:POWER",
              "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",
              "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE",
              "disk-loss": "nemesis.disk_loss:DISK_LOSS", "membership": "nemesis.membership:MEMBERSHIP_FAULT"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
-               "linearizability": "checkers.linearizability:CHECKER"},
+               "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER"},
 }
 SYSTEMS_PACKAGE = "systems"  # systems/<name>/__init__.py defines SYSTEM
 

@@ -3,7 +3,7 @@ scripted) + workload -> history -> collect -> check -> exit code.
 
 There is one runner. A `Program` says what happens between setup and the
 final phase: `RandomProgram` (the workload's random clients plus the seeded
-fault schedule, nemesis.schedule) or a scenario (nemesis.scenarios.program:
+fault schedule, nemesis.schedule) or a scenario (scenarios.program:
 its script compiled to steps). Both feed a step stream to
 `harness.steps.run_steps`, whose fault steps go to the one
 `nemesis.nemesis.Nemesis`. Everything a run starts (clients, step stream,
@@ -27,10 +27,10 @@ import traceback
 from pathlib import Path
 from typing import Any, AsyncIterator, Protocol
 
-from harness import registry, store as run_store, verdict
+from harness import registry, run_store, verdict
 from harness.cleanup import RunRecord, release
 from harness.cluster.base import ClusterError
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 from harness.progress import Progress
 from harness.sampler import Sampler
 from harness.spec import TestSpec

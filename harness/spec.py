@@ -30,6 +30,8 @@ class TestSpec(BaseModel):
     system: str = Field(DEFAULT_SYSTEM, description="the system under test (harness/registry.py)")
     system_options: dict[str, Any] = Field(default_factory=dict, description="the system's options (its own model)")
     workload: str = Field("log", description="the workload (replog.workloads)")
+    workload_options: dict[str, Any] = Field(default_factory=dict,
+                                             description="the workload's options (its own model; e.g. queue: txn)")
     backend: str = Field("netns", description="cluster backend (replog.backends): netns, docker, ssh")
     nodes: int = Field(3, ge=1, le=5, description="data nodes n1..nN")
     subnet: str = "10.210.0.0/24"
@@ -113,6 +115,19 @@ class TestSpec(BaseModel):
             self.system_options = system.parse_options(self.system_options).model_dump()
         except ValidationError as e:
             raise ValueError(f"system_options: {_one_line(e)}") from None
+        workload = registry.workload(self.workload)
+        try:
+            parsed = workload.parse_options(self.workload_options)
+        except ValidationError as e:
+            raise ValueError(f"workload_options: {_one_line(e)}") from None
+        except ValueError as e:
+            raise ValueError(f"workload_options: {e}") from None
+        self.workload_options = parsed.model_dump() if parsed is not None else {}
+        for need in sorted(getattr(workload, "needs", ())):
+            try:
+                system.require_under(need, self.system_options, f"--workload {self.workload}")
+            except RuntimeError as e:
+                raise ValueError(f"workload: {e}") from None
         for name in self.nemesis:
             try:
                 system.require_fault(registry.fault(name))
@@ -195,8 +210,9 @@ def build_spec(spec_file: str | None = None, **overrides) -> TestSpec:
     if {"variant", "era"} & set(given):  # a flag's variant replaces the file's (under either name)
         data.pop("variant", None)
         data.pop("era", None)
-    if "system_options" in given:  # --option adds to the file's options
-        given["system_options"] = {**(data.get("system_options") or {}), **given["system_options"]}
+    for merged in ("system_options", "workload_options"):  # --option / --workload-option add to the file's
+        if merged in given:
+            given[merged] = {**(data.get(merged) or {}), **given[merged]}
     data.update(given)
     try:
         return TestSpec.model_validate(data)

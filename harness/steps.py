@@ -1,5 +1,5 @@
 """Steps: what the runner executes, whether they come from the random
-schedule (nemesis.schedule) or from a scenario script (nemesis.scenarios.compile).
+schedule (nemesis.schedule) or from a scenario script (scenarios.compile).
 
 A step stream is an async iterator of objects with `action` (a word for the
 log), `async run(ctx) -> dict` and optional scenario bookkeeping (`index`,
@@ -28,7 +28,7 @@ class RunContext:
     system: Any                       # harness.sut.System
     db: Any                           # harness.sut.DB
     plan: Any                         # harness.sut.HostPlan
-    history: Any                      # harness.history.HistoryWriter
+    history: Any                      # history.writer.HistoryWriter
     nemesis: Any                      # nemesis.nemesis.Nemesis
     workload: Any                     # the workload object (workloads/)
     store: Path

@@ -44,8 +44,11 @@ META_GROUP = "meta-group"
 REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (None while tiered storage is off)
 WIPE = "wipe"                # DB.wipe: a stopped node's disk replaced by an empty one, prepared as the system needs
 MEMBERSHIP = "membership"    # DB.membership: move a key's replicas to other nodes; retire / add a node
+# DB.queue_client(request_timeout, name, group, txn) -> QueueClient: transactional producers and consumer
+# groups (the `queue` workload, workloads/queue.py); `name` is unique per process (a transactional id)
+TRANSACTIONS = "transactions"
 CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP,
-                REMOTE_TIER, WIPE, MEMBERSHIP)
+                REMOTE_TIER, TRANSACTIONS, WIPE, MEMBERSHIP)
 
 
 class Unsupported(RuntimeError):
@@ -74,6 +77,12 @@ class IndefiniteError(ClientError):
     process is not reused (Jepsen's rule)."""
 
 
+class Fenced(DefiniteError):
+    """The operation did not take effect and this client cannot go on (a transactional
+    producer another one fenced, or that its coordinator timed out): `fail`, and the
+    process retires (a new process gets a new client)."""
+
+
 class AbsentError(DefiniteError):
     """The system answered definitively that the key's log does not exist
     (NATS: stream not found, JetStream error 10059; Kafka and the replica:
@@ -93,10 +102,14 @@ class KeyMeta:
     epoch: int | None = None           # leader epoch / term; grows with each election
     replicas: tuple[str, ...] = ()     # assigned replicas, in assignment order
     isr: tuple[str, ...] = ()          # in-sync (Kafka) / current (Raft) replicas
+    view: str | None = None            # whose answer this is, where the system asks several nodes
 
     def as_json(self) -> dict:
-        return {"leader": self.leader, "leader_epoch": self.epoch,
-                "replicas": list(self.replicas), "isr": list(self.isr)}
+        out = {"leader": self.leader, "leader_epoch": self.epoch,
+               "replicas": list(self.replicas), "isr": list(self.isr)}
+        if self.view is not None:
+            out["view_from"] = self.view
+        return out
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,7 @@ class ReplicaState:
     isr: tuple[str, ...] = ()          # as the leader sees it
     local_log_start: int | None = None  # tiered storage: first offset held locally
     remote_end: int | None = None       # tiered storage: one past the last remote offset (-1: none)
+    view: str | None = None             # whose answer leader/epoch/isr are, where several nodes were asked
 
     def as_json(self) -> dict:
         """One entry of a samples.jsonl line's `state.partitions` (docs/interfaces.md)."""
@@ -121,6 +135,8 @@ class ReplicaState:
                "log_start": self.log_start, "isr": list(self.isr)}
         if self.local_log_start is not None:
             out.update(local_log_start=self.local_log_start, remote_end=self.remote_end)
+        if self.view is not None:
+            out["view_from"] = self.view
         return out
 
 
@@ -144,6 +160,51 @@ class LogClient(Protocol):
 
     async def end_offset(self, key: int) -> int:
         """One past the last record of key a consumer can read."""
+
+    async def close(self) -> None: ...
+
+
+# -- the client of the queue workload (TRANSACTIONS) ---------------------------
+@runtime_checkable
+class QueueClient(Protocol):
+    """One process's producer and consumer for the `queue` workload (Jepsen's queue
+    ops, workloads/queue.py); blocking work runs off the event loop. Errors:
+    DefiniteError (`fail`: nothing took effect; the consumer is back at its committed
+    position), Fenced (`fail`, and the process retires), IndefiniteError or anything
+    else (`info`: a commit whose outcome is unknown; the process retires)."""
+
+    async def ready(self, timeout: float) -> None:
+        """Wait until the system serves transactions and consumer groups (a transaction
+        coordinator and a group coordinator answer); TimeoutError (one line) if not."""
+
+    async def subscribe(self, keys: list[int]) -> None:
+        """Join the run's consumer group for these keys; the group assigns them."""
+
+    async def assign(self, keys: list[int]) -> None:
+        """Consume these keys, from the group's committed positions (no membership)."""
+
+    async def txn(self, mops: list[list], abort: bool = False) -> list[list]:
+        """One transaction of micro-ops ["send", key, value] / ["poll"], the polled
+        positions committed inside it -> the completed micro-ops ["send", key, [offset,
+        value]] / ["poll", {key: [[offset, value], ...]}]. `abort`: abort it on purpose at
+        the end (DefiniteError, with the completed micro-ops in `.completed`)."""
+
+    async def send(self, key: int, value: Any) -> int:
+        """One send outside a transaction -> its offset."""
+
+    async def poll(self) -> dict[int, list[tuple[int, Any]]]:
+        """One poll outside a transaction (the positions committed after it)."""
+
+    def rebalances(self) -> list[tuple[str, list[int]]]:
+        """What the group did since the last call, in order: ("revoke", keys kept) and
+        ("assign", keys now held); a subscribed consumer's only."""
+
+    async def committed_reads(self, key: int, offset: int) -> tuple[list[tuple[int, Any]], bool]:
+        """Committed records of key from offset on (read_committed), and whether the
+        read reached the end of what is committed (the final reads)."""
+
+    async def stable(self, key: int) -> bool:
+        """No transaction is open on key: everything in its log is committed or aborted."""
 
     async def close(self) -> None: ...
 
@@ -363,6 +424,13 @@ class System:
     def require(self, capability: str, needed_for: str = "") -> None:
         if capability not in self.capabilities:
             raise Unsupported(self.name, capability, needed_for, self.lacks.get(capability, ""))
+
+    def require_under(self, capability: str, options: dict, needed_for: str = "") -> None:
+        """`require`, and under these system_options too (`lacks_with`: e.g. a version without it)."""
+        self.require(capability, needed_for)
+        lacking = self.lacks_with(options or {}) if self.lacks_with is not None else {}
+        if capability in lacking:
+            raise Unsupported(self.name, capability, needed_for, lacking[capability])
 
     def supports(self, fault) -> bool:
         """Whether a fault (a nemesis.fault.FaultKind: name, needs) can run on this system:

@@ -2,12 +2,12 @@
 unknown or error). The one place that decides what results.json says: the
 checkers' results, judged by the run's program when it has findings (a
 scenario's verdict, kept across a later `harness check`), written once by
-harness.store.write_results."""
+harness.run_store.write_results."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness import store as run_store
+from harness import run_store
 
 
 def exit_code(results: dict | None) -> int:
@@ -20,7 +20,7 @@ def _judged(store_dir, checked: dict, findings: dict | None) -> dict:
     section = findings if findings is not None else run_store.read_scenario_section(store_dir)
     if section is None:
         return checked
-    from nemesis.scenarios.results import judge
+    from scenarios.results import judge
 
     return judge(checked, section)
 
@@ -64,27 +64,36 @@ def first_times(store_dir, results: dict) -> dict:
     return results
 
 
+def workload_counts(store_dir, results: dict) -> dict:
+    """results.json's `workload_counts`: what the workload counted as it ran (test.json's
+    `final_reads.counts`; the queue workload: committed, aborted, indefinite, rebalances)."""
+    counts = ((run_store.read_json(Path(store_dir) / run_store.TEST) or {}).get("final_reads") or {}).get("counts")
+    if isinstance(counts, dict):
+        results["workload_counts"] = counts
+    return results
+
+
 def check_store(store_dir: Path, engine: str = "local", master: str | None = None,
                 findings: dict | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
-    from checkers import store as checkers_store
+    from checkers import check_store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
-    results = first_times(store_dir, _judged(store_dir, checked, findings))
+    results = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked, findings)))
     run_store.write_results(store_dir, results)
     return results
 
 
 def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: bool = False) -> dict[str, dict]:
-    """Many stores in one Spark job (checkers.store.check_campaign); writes each results.json."""
-    from checkers.store import check_campaign
+    """Many stores in one Spark job (checkers.check_store.check_campaign); writes each results.json."""
+    from checkers.check_store import check_campaign
 
     out = {}
     for store_dir, checked in check_campaign(store_dirs, master=master, skip_bad=skip_bad).items():
         if not Path(store_dir).is_dir():
             out[store_dir] = checked
             continue
-        out[store_dir] = first_times(store_dir, _judged(store_dir, checked, None))
+        out[store_dir] = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked, None)))
         run_store.write_results(store_dir, out[store_dir])
     return out
 

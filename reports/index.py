@@ -12,13 +12,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.store import HISTORY, RESULTS, TEST
+from harness.run_store import HISTORY, RESULTS, TEST
 
 from . import anomalies as anomalies_mod
 from .render import render
 from .report import build_report, test_summary
 from .rerun import duration_s, rerun_command
-from .store import read_store
+from .store_reader import read_store
 
 RUN_FILES = (TEST, HISTORY, RESULTS)
 

@@ -260,7 +260,7 @@ def build_linear_page(ops: list[dict], result: dict, out: str | Path, source: st
 def page_for_file(history: str | Path, result: dict, out: str | Path | None = None) -> str:
     """The page of ``harness check-history``: beside the history (``NAME.linearizability.html``)
     unless ``out`` says where."""
-    from checkers.input.history import read_history
+    from history.formats import read_history
 
     history = Path(history)
     target = Path(out) if out else history.with_name(history.stem + ".linearizability.html")

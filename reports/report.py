@@ -30,25 +30,16 @@ from .linear_page import ROW as LINEAR_ROW
 from .linear_page import WIDTH as LINEAR_WIDTH
 from .linear_page import panels as linear_panels
 from .node_events import read_node_events
-from .store import read_store
+from .store_reader import read_store
 from .story import focus_offsets, held_values, plot_marks, stories
+from . import config as run_config
 from .timeline import windows
+from .transactions import section as transactions_section
 from .topology import topologies
 
 log = logging.getLogger(__name__)
 DETAIL_PARTITIONS = 8  # partitions drawn when no partition has an anomaly
 STANDARD_FIELDS = {"valid", "counts", "examples"}
-
-
-def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """Nested config as (dotted key, JSON text) pairs for the configuration table."""
-    if isinstance(value, dict) and value:
-        out = []
-        for k, v in value.items():
-            out += flatten(v, f"{prefix}.{k}" if prefix else str(k))
-        return out
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return [(prefix or "(value)", text)]
 
 
 def _same_key(a: Any, key: int) -> bool:
@@ -135,7 +126,7 @@ def paused_gc():
 def _leo_drops(samples: list[dict]) -> list[dict]:
     """Truncations the sampler saw, for runs that no scenario analysed."""
     try:
-        from nemesis.scenarios.results import leo_drops
+        from scenarios.results import leo_drops
     except ImportError:
         return []
     try:
@@ -198,9 +189,11 @@ def _build(store_dir: Path) -> str:
         "verdict_css": css,
         "verdict": sentence,
         "problems": store.problems,
-        "config": flatten(store.test),
+        "config": run_config.summary(store.test, scenario.name if scenario else None) if store.test else [],
+        "config_rest": run_config.rest(store.test) if store.test else "",
         "stats": (store.results or {}).get("stats") if isinstance((store.results or {}).get("stats"), dict) else {},
         "anomalies": found,
+        "transactions": transactions_section(store.results),
         "panels": linear_panels(store.history, anomalies_mod.checker_sections(store.results).get("linearizability") or {}),
         "colours": LINEAR_COLOURS,
         "width": LINEAR_WIDTH,

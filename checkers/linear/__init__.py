@@ -38,7 +38,7 @@ def check_file(path: Any, model: str, engine: str = "local", master: str | None 
     file and ``ValueError`` on an unknown model or engine or an op the model
     does not know.
     """
-    from checkers.input.history import read_history
+    from history.formats import read_history
 
     ops = read_history(path)
     result = check_ops(ops, model, engine=engine, master=master, time_limit=time_limit)

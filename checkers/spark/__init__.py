@@ -1,5 +1,5 @@
 """The Spark engine (`harness check --engine spark`, campaigns): every registered
-checker's Spark driver over the Parquet tables of checkers/input/parquet.py.
+checker's Spark driver over the Parquet tables of history/parquet.py.
 
 - engine.py: `check_runs`, which runs every registered checker's driver
   (`Checker.spark`) in one job and shares the tables and the flag job;

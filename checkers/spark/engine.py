@@ -9,7 +9,7 @@ spark driver"}`, never absent. A driver module has
 - optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark.flags)
   that join the one shared flag job; `job.top()` is its collected answer.
 
-Input: Parquet run dirs written by `checkers.input.parquet` (each row tagged with its
+Input: Parquet run dirs written by `history.parquet` (each row tagged with its
 run name). The tables of `checkers.spark.tables` are built (their per-key facts
 cached) once and shared by the drivers; every driver's flags are collected by
 one job; beside it, the window over each key's calls in time order
@@ -53,10 +53,12 @@ class SparkJob:
         return self._settled.result()
 
 
-def drivers() -> dict[str, object]:
-    """Registered checker name -> its Spark driver module (None: it has none)."""
+def drivers(names: set[str] | None = None) -> dict[str, object]:
+    """Registered checker name (of `names`, default all) -> its Spark driver module (None: it has none)."""
     out = {}
     for name, checker in registry.load_all(registry.CHECKERS).items():
+        if names is not None and name not in names:
+            continue
         module = getattr(checker, "spark", None)
         try:
             out[name] = importlib.import_module(module) if module else None
@@ -68,12 +70,13 @@ def drivers() -> dict[str, object]:
 def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
                complete: dict[str, bool] | None = None, spark=None,
                time_limit: float | None = None,
-               timings: dict | None = None) -> dict[str, dict]:
+               timings: dict | None = None, names: set[str] | None = None) -> dict[str, dict]:
     """-> {run: {checker name: result}} for every run name in `runs` and every registered checker.
 
     runs[i] must be the run name written into run_dirs[i]'s tables. timings: if
     given, gets `checkers_s`: checker name -> seconds until its results were
-    ready (they overlap).
+    ready (they overlap). names: run only these checkers (checkers.applicable; default: those of a
+    history of the default workload without transactions).
     """
     from checkers.log_anomalies import MAX_EXAMPLES
     from checkers.spark.flags import top_flags
@@ -82,7 +85,11 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     from checkers.spark.tables import Tables
 
     started = time.monotonic()
-    found = drivers()
+    if names is None:  # a history of the default workload, without transactions
+        from checkers.applicable import names_for
+
+        names = set(names_for(None, False))
+    found = drivers(names)
     active = {name: driver for name, driver in found.items() if driver is not None}
     spark = spark or spark_session(master)
     tables = Tables(spark, run_dirs, runs)

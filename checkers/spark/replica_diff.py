@@ -23,7 +23,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.input.flatten import decode_value
+from history.flatten import decode_value
 from checkers.replica_diff import ANOMALIES, MAX_OPS, summarize
 from checkers.spark.details import Request, lookup
 from checkers.spark.flags import flag

@@ -157,20 +157,21 @@ _SHIPPED: set[int] = set()
 
 
 def ship_package(spark_context) -> None:
-    """Make ``checkers`` importable on executors (once per SparkContext): its .py files,
-    zipped from this checkout, for the Python workers of both linearizability drivers."""
+    """Make ``checkers`` and ``history`` (what the checkers read) importable on executors
+    (once per SparkContext): their .py files, zipped from this checkout, for the Python
+    workers of both linearizability drivers."""
     if id(spark_context) in _SHIPPED:
         return
-    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # checkers/
-    root = os.path.dirname(package_dir)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
     folder_for_zip = tempfile.mkdtemp(prefix="checkers-pyfiles-")
     atexit.register(shutil.rmtree, folder_for_zip, ignore_errors=True)
     archive = os.path.join(folder_for_zip, "checkers.zip")
     with zipfile.ZipFile(archive, "w") as zf:
-        for folder, _, files in os.walk(package_dir):
-            for name in files:
-                if name.endswith(".py"):
-                    full = os.path.join(folder, name)
-                    zf.write(full, os.path.relpath(full, root))
+        for package in ("checkers", "history"):
+            for folder, _, files in os.walk(os.path.join(root, package)):
+                for name in files:
+                    if name.endswith(".py"):
+                        full = os.path.join(folder, name)
+                        zf.write(full, os.path.relpath(full, root))
     spark_context.addPyFile(archive)
     _SHIPPED.add(id(spark_context))

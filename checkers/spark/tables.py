@@ -33,8 +33,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers.input.flatten import PAST_MARK
-from checkers.input.parquet import SCHEMAS, table_paths
+from history.flatten import PAST_MARK
+from history.parquet import SCHEMAS, table_paths
 from checkers.spark.schema import spark_schema
 
 KEY_BITS = 32

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness import verdict
 from harness.campaign.verdicts import anomaly_counts
-from harness.store import read_results
+from harness.run_store import read_results
 
 
 class CheckError(RuntimeError):

@@ -27,7 +27,7 @@ from harness.campaign.progress import CampaignProgress
 from harness import registry
 from harness.campaign.spec import CampaignError, CampaignFile, load_campaign, parse_duration, system_variants
 from harness.campaign.verdicts import run_verdict
-from harness.store import has_results
+from harness.run_store import has_results
 
 POLL_S = 0.5
 ORPHAN_WAIT_S = 120  # a cut-off run of a killed campaign tears down within this

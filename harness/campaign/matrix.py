@@ -128,7 +128,7 @@ def _scenario_system(name: str) -> tuple[str, list[str]]:
     """(its system, its own variants): a scenario with `variants:` (Kafka's `unclean-on` /
     `unclean-off`) runs in each of them (those the campaign lists, if it lists any), the
     others in the campaign's variants of its system."""
-    from nemesis.scenarios.script import load_scenario
+    from scenarios.script import load_scenario
     scenario = load_scenario(name)
     return scenario.system, list(scenario.variants)
 
@@ -146,7 +146,7 @@ def _cell(campaign, cid, kind, system, variant, nemesis, workload, scenario, bac
 
 def _scenario_expectation(name: str, variant: str) -> tuple[str, str]:
     """("scenario", what the library declares) for an asserted variant, else ("any", "")."""
-    from nemesis.scenarios.script import load_scenario
+    from scenarios.script import load_scenario
     declared = load_scenario(name).expect.get(variant)
     if declared is None:
         return "any", ""

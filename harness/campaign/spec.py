@@ -151,7 +151,7 @@ class CampaignFile(BaseModel):
     @field_validator("scenarios")
     @classmethod
     def _scenarios(cls, v):
-        from nemesis.scenarios.script import ScenarioError, load_scenario
+        from scenarios.script import ScenarioError, load_scenario
         for name in v:
             try:
                 load_scenario(name)

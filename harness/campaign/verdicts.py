@@ -13,7 +13,7 @@ from pathlib import Path
 
 from checkers.checker import merge_valid
 from harness import registry
-from harness.store import faults_drawn, op_times, read_legacy_scenario_results, read_results
+from harness.run_store import faults_drawn, op_times, read_legacy_scenario_results, read_results
 from reports.anomalies import collect, example_ops
 
 

@@ -34,7 +34,7 @@ from .actions import (CONTROLLER, REMOTE_STORE, Append, Exit, Flush, Log, Reply,
 from .epoch_cache import UNDEFINED, EpochCache
 from .eras import EpochLookup, rules
 from .partition import FetchState, Partition, RemoteReplica
-from .tiered import TIERED_APIS, TieredMixin
+from .tiered import TIERED_APIS, TieredStorage
 from .validate import BadRequest, dispatch_request, from_cluster, get_int, get_str
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
@@ -72,7 +72,7 @@ class _ParkedProduce:
     done: bool = field(default=False, compare=False)
 
 
-class BrokerCore(TieredMixin):
+class BrokerCore:
     def __init__(self, broker_id: int, era: str, config: dict, host: str = "127.0.0.1",
                  port: int = 0, controller_address: list | None = None, cluster_secret: str | None = None):
         self.rules = rules(era)          # ValueError for an unknown era
@@ -104,6 +104,7 @@ class BrokerCore(TieredMixin):
         self._timer_at: int | None = None
         self._last_isr_check: int | None = None
         self._out: list = []
+        self.tiered = TieredStorage(self)   # segments, retention, KIP-405 (replica/core/tiered.py)
         self._handlers = {
             P.PRODUCE: self._on_produce, P.FETCH: self._on_fetch,
             P.LIST_OFFSETS: self._on_list_offsets, P.METADATA: self._on_metadata,
@@ -124,7 +125,7 @@ class BrokerCore(TieredMixin):
             p.records = [tuple(r) for r in disk.get("records", [])]
             p.max_record_bytes = max((P.record_size(r[3]) for r in p.records), default=0)
             p.config = cfg.topic_config(self.config, disk.get("config"))
-            self._recover_segments(p, disk, now)
+            self.tiered.recover_segments(p, disk, now)
             hw = disk.get("hw")
             p.hw = min(max(hw if hw is not None else p.local_start, p.local_start), p.leo)
             p.flushed_to = p.leo
@@ -304,10 +305,10 @@ class BrokerCore(TieredMixin):
                 self._flush_due(now)
                 self._periodic[name] = now + min(c["flush.ms"], 1000)
             elif name == "retention":
-                self._retention(now)
+                self.tiered.retention(now)
                 self._periodic[name] = now + c["log.retention.check.interval.ms"]
             elif name == "rlm":
-                self._rlm_run(now)
+                self.tiered.rlm_run(now)
                 self._periodic[name] = now + c["remote.log.manager.task.interval.ms"]
 
     def _heartbeat(self, now: int) -> None:
@@ -355,7 +356,7 @@ class BrokerCore(TieredMixin):
         if self.partitions:
             self._out.append(WriteOffsetCheckpoint(
                 HW_CHECKPOINT, {k: p.hw for k, p in sorted(self.partitions.items())}))
-            self._checkpoint_log_start()
+            self.tiered.checkpoint_log_start()
 
     def _propagate_isr_changes(self, now: int) -> None:
         c = self.config
@@ -393,8 +394,9 @@ class BrokerCore(TieredMixin):
                     latest = r[1]
             if changed:
                 self._write_epochs(p)
+        roll_if_due = self.tiered.roll_if_due
         for r in records:
-            self._roll_if_due(p, r, now)
+            roll_if_due(p, r, now)
         p.records.extend(records)
         self._out.append(Append(p.topic, p.partition, records))
         if p.first_unflushed_ms is None:
@@ -508,7 +510,7 @@ class BrokerCore(TieredMixin):
             return
         if replica_id >= 0 and not from_cluster(message, self.cluster_secret):
             replica_id = P.CONSUMER_REPLICA_ID      # not the cluster's: a consumer, whatever it claims
-        if self._tiered_fetch(conn, corr, p, offset, replica_id, max_records, now):
+        if self.tiered.fetch_below_local(conn, corr, p, offset, replica_id, max_records, now):
             return
         if offset < max(p.local_start, p.log_start) or offset > p.leo:
             self._reply(conn, corr, P.OFFSET_OUT_OF_RANGE, hw=p.hw, leo=p.leo, log_start=p.log_start,
@@ -585,7 +587,7 @@ class BrokerCore(TieredMixin):
         if p is None or self._epoch_fenced(conn, corr, p, message):
             return
         if spec == "earliest_local":
-            elo, epoch = self._earliest_local(p)
+            elo, epoch = self.tiered.earliest_local(p)
             self._reply(conn, corr, None, offset=elo, leader_epoch=epoch)
         else:
             self._reply(conn, corr, None, offset=p.log_start if spec == "earliest" else p.hw)
@@ -733,7 +735,7 @@ class BrokerCore(TieredMixin):
                  "current_leader_epoch": current, "replica_id": self.id},
                 ctx, now, self.socket_ms)
         elif p.fetch_state == FetchState.BUILDING_AUX:
-            self._aux_next(p, now)
+            self.tiered.aux_next(p, now)
         elif p.fetch_state == FetchState.FETCHING:
             p.inflight = self._request(
                 p.leader, P.FETCH,
@@ -778,7 +780,7 @@ class BrokerCore(TieredMixin):
                     p.log_start = min(max(p.log_start, leader_start), p.local_start)
             self._follower_next(p, now)
         elif error == P.OFFSET_MOVED_TO_TIERED_STORAGE:
-            self._on_offset_moved(p, message, now)
+            self.tiered.on_offset_moved(p, message, now)
         elif error == P.OFFSET_OUT_OF_RANGE:
             leader_leo = message["leo"]
             leader_start = message.get("log_start")
@@ -788,7 +790,7 @@ class BrokerCore(TieredMixin):
                 # Kafka's handleOffsetOutOfRange: the leader's retention went past us.
                 self._log(f"{p.topic}-{p.partition}: fetch offset {p.leo} below leader log start {leader_start}")
                 p.log_start = leader_start
-                self._reset_log(p, leader_start, now)
+                self.tiered.reset_log(p, leader_start, now)
                 if self.rules.epoch_cache and p.epoch_cache.entries:
                     p.epoch_cache = EpochCache()
                     self._write_epochs(p)
@@ -851,7 +853,7 @@ class BrokerCore(TieredMixin):
         elif api == P.ALTER_ISR:
             self._on_alter_isr_response(pending, message, now)
         elif api in TIERED_APIS:
-            self._on_tiered_response(pending, message, now)
+            self.tiered.on_response(pending, message, now)
         elif api == P.REGISTER:
             self._registering = False
             epoch = message.get("broker_epoch")

@@ -1,7 +1,10 @@
 """Segments, retention and tiered storage (KIP-405) of the broker core.
 
-A mixin of ``BrokerCore`` (same inputs, same action list): what KIP-405 adds to
-a broker, kept apart from the replication protocol in ``broker.py``.
+An object the broker core holds (``BrokerCore.tiered``, a ``TieredStorage``):
+what KIP-405 adds to a broker, kept apart from the replication protocol in
+``broker.py``. The core calls its public methods (recovery, rolling, retention,
+the RLM task, fetches below the local log, the follower's ELO path, responses
+to tiered requests); it answers through the core's action list.
 
 - Segments: the local log rolls (``log.segment.bytes``, ``log.roll.ms``,
   checked per record at append); the last segment is active.
@@ -84,11 +87,21 @@ def _effective(value: int, whole: int) -> int:
     return whole if value == AS_WHOLE_LOG else value
 
 
-class TieredMixin:
-    """KIP-405 for ``BrokerCore``; see the module docstring."""
+class TieredStorage:
+    """KIP-405 for one ``BrokerCore``, which holds it as ``core.tiered``; see the module docstring.
+
+    It keeps no partition state of its own (that is on each ``Partition``: segments,
+    local start, remote metadata, the RLM's operation, the follower's rebuild) and
+    speaks through its core: the core's action list, requests and replies, so a
+    tiered input still gives one list of actions."""
+
+    def __init__(self, core: Any):   # the BrokerCore that holds it (replica/core/broker.py; not imported: no cycle)
+        self.core = core
+        self.segment_counter = 0                     # part of a new remote segment's id
+        self.remote_segments: dict[str, list] = {}   # segment id -> its records, REMOTE_CACHE_SEGMENTS at most
 
     # ------------------------------------------------------------ recovery
-    def _recover_segments(self, p: Partition, disk: dict, now: int) -> None:
+    def recover_segments(self, p: Partition, disk: dict, now: int) -> None:
         """Segments, local and whole-log start of a partition read from disk."""
         local = int(disk.get("local_start", disk.get("log_start", 0)))
         if p.records:
@@ -106,13 +119,13 @@ class TieredMixin:
             p.segments.append([base, size, now, now])
 
     # ------------------------------------------------------------- segments
-    def _roll_if_due(self, p: Partition, record: tuple, now: int) -> None:
+    def roll_if_due(self, p: Partition, record: tuple, now: int) -> None:
         """Before appending ``record``: roll a non-empty active segment that is full or old."""
         active = p.segments[-1]
         size = disk_size(record[3])
         if active[1] > 0 and (active[1] + size > p.config["log.segment.bytes"]
                               or now - active[2] >= p.config["log.roll.ms"]):
-            self._out.append(Roll(p.topic, p.partition, record[0]))
+            self.core._out.append(Roll(p.topic, p.partition, record[0]))
             active = [record[0], 0, now, now]
             p.segments.append(active)
         if active[1] == 0:
@@ -120,9 +133,9 @@ class TieredMixin:
         active[1] += size
         active[3] = now
 
-    def _reset_log(self, p: Partition, offset: int, now: int) -> None:
+    def reset_log(self, p: Partition, offset: int, now: int) -> None:
         """Drop the local log and continue it at ``offset``."""
-        self._out.append(ResetLog(p.topic, p.partition, offset))
+        self.core._out.append(ResetLog(p.topic, p.partition, offset))
         p.records = []
         p.local_start = offset
         p.log_start = min(p.log_start, offset)
@@ -133,26 +146,26 @@ class TieredMixin:
 
     def _delete_local_below(self, p: Partition, offset: int) -> None:
         """Retention: drop the rolled segments below ``offset`` (a segment base)."""
-        self._out.append(DeleteSegments(p.topic, p.partition, offset))
+        self.core._out.append(DeleteSegments(p.topic, p.partition, offset))
         del p.records[:offset - p.local_start]
         p.segments = [s for s in p.segments if s[0] >= offset]
-        self._log(f"{p.topic}-{p.partition}: local log start {p.local_start} -> {offset}")
+        self.core._log(f"{p.topic}-{p.partition}: local log start {p.local_start} -> {offset}")
         p.local_start = offset
 
-    def _checkpoint_log_start(self) -> None:
-        if self.partitions:
-            self._out.append(WriteOffsetCheckpoint(
-                S.LOG_START_OFFSET_CHECKPOINT, {k: p.log_start for k, p in sorted(self.partitions.items())}))
+    def checkpoint_log_start(self) -> None:
+        if self.core.partitions:
+            self.core._out.append(WriteOffsetCheckpoint(
+                S.LOG_START_OFFSET_CHECKPOINT, {k: p.log_start for k, p in sorted(self.core.partitions.items())}))
 
     # ------------------------------------------------------------- retention
-    def _retention(self, now: int) -> None:
-        for p in self.partitions.values():
+    def retention(self, now: int) -> None:
+        for p in self.core.partitions.values():
             c = p.config
             active = p.segments[-1]
             if active[1] > 0 and now - active[2] >= c["log.roll.ms"]:
                 # Kafka rolls only at append; a quiet partition would never tier its
                 # last records, so the retention check rolls an old active segment too.
-                self._out.append(Roll(p.topic, p.partition, p.leo))
+                self.core._out.append(Roll(p.topic, p.partition, p.leo))
                 p.segments.append([p.leo, 0, now, now])
             remote = c["remote.storage.enable"]
             if remote:
@@ -177,11 +190,11 @@ class TieredMixin:
                 self._delete_local_below(p, cut)
                 if not remote:
                     p.log_start = max(p.log_start, cut)
-                self._checkpoint_log_start()
+                self.checkpoint_log_start()
 
     # ---------------------------------------------------------- the RLM task
-    def _rlm_run(self, now: int) -> None:
-        for p in self.partitions.values():
+    def rlm_run(self, now: int) -> None:
+        for p in self.core.partitions.values():
             if not p.config["remote.storage.enable"] or p.rlm is not None or p.role == "none":
                 continue
             if p.role == "follower" or not p.remote_loaded:
@@ -192,8 +205,8 @@ class TieredMixin:
 
     def _rlm_request(self, p: Partition, dest: Any, api: str, body: dict, op: dict, now: int) -> None:
         p.rlm = op
-        timeout = self.config["controller.socket.timeout.ms"] if dest == CONTROLLER else self.socket_ms
-        self._request(dest, api, body, ("rlm", p.key, id(op)), now, timeout)
+        timeout = self.core.config["controller.socket.timeout.ms"] if dest == CONTROLLER else self.core.socket_ms
+        self.core._request(dest, api, body, ("rlm", p.key, id(op)), now, timeout)
 
     def _rlm_next_operation(self, p: Partition, now: int) -> None:
         """Leader: copy the next eligible segment, else delete one past retention."""
@@ -214,13 +227,13 @@ class TieredMixin:
         base, end = seg[0], nxt - 1
         # A copy of ours abandoned in this epoch is done again under its id (PUTs are
         # idempotent), so a store outage does not pile up started segments.
-        meta = next((dict(s) for s in p.remote if s["state"] == P.COPY_SEGMENT_STARTED and s["broker"] == self.id
+        meta = next((dict(s) for s in p.remote if s["state"] == P.COPY_SEGMENT_STARTED and s["broker"] == self.core.id
                      and s["leader_epoch"] == p.leader_epoch and (s["base"], s["end"]) == (base, end)), None)
         if meta is None:
-            self._segment_counter = getattr(self, "_segment_counter", 0) + 1
-            meta = {"id": f"{base}-{end}-b{self.id}e{p.leader_epoch}n{self._segment_counter}",
+            self.segment_counter += 1
+            meta = {"id": f"{base}-{end}-b{self.core.id}e{p.leader_epoch}n{self.segment_counter}",
                     "base": base, "end": end, "epochs": segment_epochs(p.epoch_cache, base, end),
-                    "state": P.COPY_SEGMENT_STARTED, "broker": self.id, "leader_epoch": p.leader_epoch,
+                    "state": P.COPY_SEGMENT_STARTED, "broker": self.core.id, "leader_epoch": p.leader_epoch,
                     "size": seg[1], "max_ms": seg[3]}
         records = p.read(base, nxt, nxt - base)
         keys = object_keys(p.topic, p.partition, meta)
@@ -228,7 +241,7 @@ class TieredMixin:
         objects = [(keys["log"], S.encode_records(records)),
                    (keys["index"], S.encode_offset_index(records, base)),
                    (keys["epochs"], S.format_leader_epoch_checkpoint(checkpoint))]
-        self._log(f"{p.topic}-{p.partition}: RLM copies segment {base}..{end} as {meta['id']}")
+        self.core._log(f"{p.topic}-{p.partition}: RLM copies segment {base}..{end} as {meta['id']}")
         op = {"op": "copy", "meta": meta, "objects": objects}
         if any(s["id"] == meta["id"] for s in p.remote):
             p.rlm = op
@@ -239,14 +252,14 @@ class TieredMixin:
     def _rlm_delete(self, p: Partition, meta: dict, now: int) -> None:
         meta = dict(meta, state=P.DELETE_SEGMENT_STARTED)
         keys = object_keys(p.topic, p.partition, meta)
-        self._log(f"{p.topic}-{p.partition}: RLM deletes remote segment {meta['base']}..{meta['end']} "
+        self.core._log(f"{p.topic}-{p.partition}: RLM deletes remote segment {meta['base']}..{meta['end']} "
                   f"({meta['id']}): past retention")
         self._rlm_put_metadata(p, meta, {"op": "delete", "meta": meta,
                                          "objects": [(k, None) for k in keys.values()]}, now)
 
     def _rlm_put_metadata(self, p: Partition, meta: dict, op: dict, now: int) -> None:
         self._rlm_request(p, CONTROLLER, P.PUT_REMOTE_SEGMENT,
-                          {"broker": self.id, "broker_epoch": self.broker_epoch, "topic": p.topic,
+                          {"broker": self.core.id, "broker_epoch": self.core.broker_epoch, "topic": p.topic,
                            "partition": p.partition, "leader_epoch": p.leader_epoch, "segment": meta},
                           op, now)
 
@@ -272,7 +285,7 @@ class TieredMixin:
             return
         error = message.get("error")
         if error is not None:
-            self._log(f"{p.topic}-{p.partition}: RLM {op['op']} {pending.api} failed: {error}; "
+            self.core._log(f"{p.topic}-{p.partition}: RLM {op['op']} {pending.api} failed: {error}; "
                       "abandoned, tried again next run")
             p.rlm = None
             return
@@ -301,7 +314,7 @@ class TieredMixin:
             self._rlm_put_metadata(p, op["meta"], op, now)
             return
         p.rlm = None
-        self._log(f"{p.topic}-{p.partition}: remote segment {meta['id']} {meta['state']}; "
+        self.core._log(f"{p.topic}-{p.partition}: remote segment {meta['id']} {meta['state']}; "
                   f"remote end {p.remote_end}")
         if meta["state"] == P.DELETE_SEGMENT_FINISHED:
             # The whole log now starts after the deleted segment; local segments
@@ -310,7 +323,7 @@ class TieredMixin:
             bases = [seg[0] for seg in p.segments[1:] if seg[0] <= p.log_start]
             if bases:
                 self._delete_local_below(p, bases[-1])
-            self._checkpoint_log_start()
+            self.checkpoint_log_start()
         self._rlm_next_operation(p, now)
 
     def _adopt_remote(self, p: Partition, segments: Any) -> None:
@@ -319,36 +332,30 @@ class TieredMixin:
         p.remote = [dict(s) for s in segments]
 
     # ------------------------------------------------------------ leader side
-    def _tiered_fetch(self, conn: Any, corr: Any, p: Partition, offset: int, replica_id: int,
+    def fetch_below_local(self, conn: Any, corr: Any, p: Partition, offset: int, replica_id: int,
                       max_records: int, now: int) -> bool:
         """A fetch below the local log start: OMTS for a follower, a remote read for a
         consumer. False when it is not such a fetch (the caller goes on)."""
         if offset >= p.local_start or offset < p.log_start or not p.config["remote.storage.enable"]:
             return False
         if replica_id >= 0:
-            self._reply(conn, corr, P.OFFSET_MOVED_TO_TIERED_STORAGE, hw=p.hw, leo=p.leo,
+            self.core._reply(conn, corr, P.OFFSET_MOVED_TO_TIERED_STORAGE, hw=p.hw, leo=p.leo,
                         log_start=p.log_start, local_log_start=p.local_start,
                         leader_epoch=p.leader_epoch, records=[])
             return True
         seg = covering(p.remote, offset)
         if seg is None:
-            self._reply(conn, corr, P.KAFKA_STORAGE_ERROR, records=[],
+            self.core._reply(conn, corr, P.KAFKA_STORAGE_ERROR, records=[],
                         message=f"no finished remote segment holds offset {offset} "
                                 f"(remote metadata {'loaded' if p.remote_loaded else 'not loaded yet'})")
             return True
-        cache = self._remote_cache()
+        cache = self.remote_segments
         if seg["id"] in cache:
             self._answer_remote(p, conn, corr, offset, max_records, cache[seg["id"]])
         else:
-            self._request(REMOTE_STORE, P.GET_OBJECT, {"key": object_keys(p.topic, p.partition, seg)["log"]},
-                          ("read", p.key, seg, conn, corr, offset, max_records), now, self.socket_ms)
+            self.core._request(REMOTE_STORE, P.GET_OBJECT, {"key": object_keys(p.topic, p.partition, seg)["log"]},
+                          ("read", p.key, seg, conn, corr, offset, max_records), now, self.core.socket_ms)
         return True
-
-    def _remote_cache(self) -> dict:
-        cache = getattr(self, "_remote_segments", None)
-        if cache is None:
-            cache = self._remote_segments = {}
-        return cache
 
     def _answer_remote(self, p: Partition, conn: Any, corr: Any, offset: int, max_records: int,
                        records: list) -> None:
@@ -359,12 +366,12 @@ class TieredMixin:
             if out and total > P.MAX_FETCH_BYTES:       # a reply stays within a frame (KIP-74)
                 break
             out.append(list(r))
-        self._reply(conn, corr, None, records=out, hw=p.hw, log_start=p.log_start, leo=p.leo,
+        self.core._reply(conn, corr, None, records=out, hw=p.hw, log_start=p.log_start, leo=p.leo,
                     leader_epoch=p.leader_epoch)
 
     def _on_remote_read(self, pending, message: dict, now: int) -> None:
         _, key, seg, conn, corr, offset, max_records = pending.ctx
-        p = self.partitions.get(key)
+        p = self.core.partitions.get(key)
         if p is None:
             return
         error = message.get("error")
@@ -378,74 +385,74 @@ class TieredMixin:
             if not records or records[-1][0] != seg["end"]:
                 raise S.StorageError(f"holds {len(records)} records, metadata says {seg['base']}..{seg['end']}")
         except S.StorageError as e:
-            self._log(f"{p.topic}-{p.partition}: remote segment {seg['id']} unreadable: {e}")
-            self._reply(conn, corr, P.KAFKA_STORAGE_ERROR, records=[], message=f"remote segment {seg['id']}: {e}")
+            self.core._log(f"{p.topic}-{p.partition}: remote segment {seg['id']} unreadable: {e}")
+            self.core._reply(conn, corr, P.KAFKA_STORAGE_ERROR, records=[], message=f"remote segment {seg['id']}: {e}")
             return
-        cache = self._remote_cache()
+        cache = self.remote_segments
         cache[seg["id"]] = records
         while len(cache) > REMOTE_CACHE_SEGMENTS:
             cache.pop(next(iter(cache)))
         self._answer_remote(p, conn, corr, offset, max_records, records)
 
-    def _earliest_local(self, p: Partition) -> tuple[int, int]:
+    def earliest_local(self, p: Partition) -> tuple[int, int]:
         """(ELO, its leader epoch): KIP-405's ListOffsets(EARLIEST_LOCAL_TIMESTAMP)."""
         if p.records:
             return p.local_start, p.records[0][1]
         return p.local_start, p.leader_epoch
 
     # ---------------------------------------------------------- follower side
-    def _on_offset_moved(self, p: Partition, message: dict, now: int) -> None:
+    def on_offset_moved(self, p: Partition, message: dict, now: int) -> None:
         """OFFSET_MOVED_TO_TIERED_STORAGE: ask the leader for its earliest local offset."""
         leader_start = message.get("log_start")
         if not isinstance(leader_start, int):
             raise ValueError("log_start must be an integer")
-        self._log(f"{p.topic}-{p.partition}: fetch at {p.leo} moved to tiered storage; asking for the ELO")
+        self.core._log(f"{p.topic}-{p.partition}: fetch at {p.leo} moved to tiered storage; asking for the ELO")
         p.aux = {"elo": None, "leader_log_start": leader_start}
-        p.inflight = self._request(
+        p.inflight = self.core._request(
             p.leader, P.LIST_OFFSETS,
             {"topic": p.topic, "partition": p.partition, "spec": "earliest_local",
-             "current_leader_epoch": p.leader_epoch if self.rules.epoch_fencing else P.NO_EPOCH_CHECK,
-             "replica_id": self.id},
-            (p.key, p.leader, p.leader_epoch, p.leo), now, self.socket_ms)
+             "current_leader_epoch": p.leader_epoch if self.core.rules.epoch_fencing else P.NO_EPOCH_CHECK,
+             "replica_id": self.core.id},
+            (p.key, p.leader, p.leader_epoch, p.leo), now, self.core.socket_ms)
 
     def _on_elo(self, p: Partition, message: dict, now: int) -> None:
         elo, elo_epoch = message["offset"], message.get("leader_epoch", -1)
         if not isinstance(elo, int) or not isinstance(elo_epoch, int):
             raise ValueError("offset and leader_epoch must be integers")
         aux = p.aux or {}
-        self._log(f"{p.topic}-{p.partition}: ELO {elo} in epoch {elo_epoch}; local log {p.local_start}..{p.leo}")
+        self.core._log(f"{p.topic}-{p.partition}: ELO {elo} in epoch {elo_epoch}; local log {p.local_start}..{p.leo}")
         if p.leo >= elo:                       # the leader's local log reaches us again
             p.aux = None
             return
         p.log_start = min(aux.get("leader_log_start", elo), elo)
-        self._reset_log(p, elo, now)
+        self.reset_log(p, elo, now)
         if p.config["remote.log.follower.skip.aux.state"]:
-            self._log(f"{p.topic}-{p.partition}: skipping BuildingRemoteLogAux (remote.log.follower.skip."
+            self.core._log(f"{p.topic}-{p.partition}: skipping BuildingRemoteLogAux (remote.log.follower.skip."
                       f"aux.state), epochs stay {p.epoch_cache.as_list()}")
             p.aux = None
             return
         p.epoch_cache = EpochCache()
-        self._write_epochs(p)
+        self.core._write_epochs(p)
         p.aux = {"elo": elo, "elo_epoch": elo_epoch, "segment": None}
         p.fetch_state = FetchState.BUILDING_AUX
 
-    def _aux_next(self, p: Partition, now: int) -> None:
+    def aux_next(self, p: Partition, now: int) -> None:
         """One request of BuildingRemoteLogAux: the metadata, then the epoch checkpoint."""
         aux = p.aux
         ctx = (p.key, p.leader, p.leader_epoch, p.leo)
         if aux["segment"] is None:
-            p.inflight = self._request(CONTROLLER, P.LIST_REMOTE_SEGMENTS,
+            p.inflight = self.core._request(CONTROLLER, P.LIST_REMOTE_SEGMENTS,
                                        {"topic": p.topic, "partition": p.partition},
-                                       ctx, now, self.config["controller.socket.timeout.ms"])
+                                       ctx, now, self.core.config["controller.socket.timeout.ms"])
         else:
-            p.inflight = self._request(REMOTE_STORE, P.GET_OBJECT,
+            p.inflight = self.core._request(REMOTE_STORE, P.GET_OBJECT,
                                        {"key": object_keys(p.topic, p.partition, aux["segment"])["epochs"]},
-                                       ctx, now, self.socket_ms)
+                                       ctx, now, self.core.socket_ms)
 
     def _on_aux_response(self, p: Partition, pending, message: dict, now: int) -> None:
         aux = p.aux
         if p.fetch_state != FetchState.BUILDING_AUX or aux is None:
-            self._follower_next(p, now)
+            self.core._follower_next(p, now)
             return
         error = message.get("error")
         elo = aux["elo"]
@@ -457,10 +464,10 @@ class TieredMixin:
                     return
                 aux["segment"] = covering(p.remote, elo - 1)
                 if aux["segment"] is not None:
-                    self._follower_next(p, now)
+                    self.core._follower_next(p, now)
                     return
-                self._log(f"{p.topic}-{p.partition}: remote metadata does not cover offset {elo - 1} yet")
-            p.retry_at = now + self.backoff_ms
+                self.core._log(f"{p.topic}-{p.partition}: remote metadata does not cover offset {elo - 1} yet")
+            p.retry_at = now + self.core.backoff_ms
             return
         try:
             if error is not None:
@@ -470,10 +477,10 @@ class TieredMixin:
                 raise S.StorageError("GetObject answered without data")
             entries = S.parse_leader_epoch_checkpoint(bytes(data), f"remote {aux['segment']['id']}")
         except S.StorageError as e:
-            self._log(f"{p.topic}-{p.partition}: epoch checkpoint of remote segment {aux['segment']['id']} "
+            self.core._log(f"{p.topic}-{p.partition}: epoch checkpoint of remote segment {aux['segment']['id']} "
                       f"unusable ({e}); reading the metadata again")
             aux["segment"] = None
-            p.retry_at = now + self.backoff_ms
+            p.retry_at = now + self.core.backoff_ms
             return
         self._aux_built(p, entries, now)
 
@@ -482,31 +489,31 @@ class TieredMixin:
         cache = EpochCache([(e, o) for e, o in entries if o < aux["elo"]])
         cache.assign(aux["elo_epoch"], aux["elo"])
         p.epoch_cache = cache
-        self._write_epochs(p)
-        self._log(f"{p.topic}-{p.partition}: rebuilt epochs {cache.as_list()} up to ELO {aux['elo']}; fetching")
+        self.core._write_epochs(p)
+        self.core._log(f"{p.topic}-{p.partition}: rebuilt epochs {cache.as_list()} up to ELO {aux['elo']}; fetching")
         p.aux = None
         p.fetch_state = FetchState.FETCHING
-        self._follower_next(p, now)
+        self.core._follower_next(p, now)
 
     # ------------------------------------------------------------ responses
-    def _on_tiered_response(self, pending, message: dict, now: int) -> None:
+    def on_response(self, pending, message: dict, now: int) -> None:
         ctx = pending.ctx
         if isinstance(ctx, tuple) and ctx and ctx[0] == "rlm":
-            p = self.partitions.get(ctx[1])
+            p = self.core.partitions.get(ctx[1])
             if p is not None:
                 self._on_rlm_response(p, pending, message, now)
             return
         if isinstance(ctx, tuple) and ctx and ctx[0] == "read":
             self._on_remote_read(pending, message, now)
             return
-        p = self._follower_response_target(pending)
+        p = self.core._follower_response_target(pending)
         if p is None:
             return
         if pending.api == P.LIST_OFFSETS:
             if message.get("error") is not None or p.aux is None:
-                p.retry_at = now + self.backoff_ms
+                p.retry_at = now + self.core.backoff_ms
                 return
             self._on_elo(p, message, now)
-            self._follower_next(p, now)
+            self.core._follower_next(p, now)
         else:
             self._on_aux_response(p, pending, message, now)

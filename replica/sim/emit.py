@@ -1,4 +1,4 @@
-"""A simulated failing schedule as a scenario script (nemesis/scenarios format),
+"""A simulated failing schedule as a scenario script (scenarios format),
 so that ``harness scenario --file FILE --era ERA`` replays it on a real cluster.
 
 The explorer's brokers 1, 2, 3 are the partition's replicas in assignment

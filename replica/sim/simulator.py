@@ -26,7 +26,7 @@ from ..core.controller import ControllerCore
 from .. import storage as S
 from .disk import SimDisk
 from .network import Network
-from .store import SimStore
+from .object_store import SimStore
 
 CLIENT = "client"
 CTL = A.CONTROLLER

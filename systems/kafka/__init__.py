@@ -41,7 +41,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         MEMBERSHIP, WIPE, System, SystemOptions)
+                         MEMBERSHIP, TRANSACTIONS, WIPE, System, SystemOptions)
 
 CONTROLLER = "ctl"
 ZOOKEEPER = "zk"
@@ -117,6 +117,18 @@ def check_settings(settings: dict, options: KafkaOptions) -> None:
         install.ensure_tiered_jar(options.version)
 
 
+NO_TRANSACTIONS = ("Kafka {version} has no transactions or transactional offset commits (they came with 0.11, "
+                   "KIP-98); use --option version=0.11.0.3, 2.8.2 or 4.x")
+
+
+def _lacks_with(options: dict) -> dict:
+    """What a version lacks: 0.10.2 has no transactions (the queue workload's TRANSACTIONS)."""
+    version = str(options.get("version") or DEFAULT_VERSION)
+    if version.startswith("0.10."):
+        return {TRANSACTIONS: NO_TRANSACTIONS.format(version=version)}
+    return {}
+
+
 def node_events(nodes_dir):
     from systems.kafka.events import story_events
 
@@ -135,7 +147,8 @@ SYSTEM = System(
                 "confluent-kafka): topic `log`, controller ctl or zookeeper zk + brokers n1..nN",
     options=KafkaOptions,
     capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS,
-                            REMOTE_TIER, WIPE, MEMBERSHIP}),
+                            REMOTE_TIER, TRANSACTIONS, WIPE, MEMBERSHIP}),
+    lacks_with=lambda options: _lacks_with(options),
     make_db=_make_db,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,

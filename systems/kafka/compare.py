@@ -31,7 +31,7 @@ def eras_of(name: str) -> dict[str, tuple[str, ...]]:
 
 def summary(run_dir: Path) -> dict | None:
     """One finished run: {scenario, variant, verdict, as_expected, unread, divergent, truncations, store}."""
-    from harness.store import read_results
+    from harness.run_store import read_results
 
     res = read_results(run_dir)
     if res is None:

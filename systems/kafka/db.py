@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from harness.cluster.base import ClusterError
-from harness.store import write_past_copies
+from harness.run_store import write_past_copies
 from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, empty_dir, last_line
 from systems.kafka import install, tiered
@@ -135,7 +135,15 @@ class KafkaDb(NodeDaemons):
                               topic_config=topic_config(self.settings, self.options),
                               zk_version=self.options.version if self.zk_era else None,
                               controller=self.address(self.zookeeper) if self.zk_era else None,
-                              broker_ids=[int(n[1:]) for n in self.nodes] if self.zk_era else None)
+                              broker_ids=[int(n[1:]) for n in self.nodes],
+                              names={**({self.address(self.zookeeper): self.zookeeper} if self.zk_era else {}),
+                                     **{self.address(n): n for n in self.nodes}})
+
+    def queue_client(self, request_timeout: float, name: str, group: str, txn: bool = True):
+        """TRANSACTIONS: one process's transactional producer and group consumer (systems/kafka/queue.py)."""
+        from systems.kafka.queue import KafkaQueueClient
+
+        return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)
 
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)

@@ -93,7 +93,7 @@ class KafkaInspector:
             if self._round is not None and time.monotonic() - self._round[0] < ROUND:
                 return self._round[1], self._round[2]
             try:
-                parts = await asyncio.wait_for(self._kafka().describe(), 2.0)
+                parts = await asyncio.wait_for(self._kafka().describe(), 2.5)   # its own timeout is 2 s
             except Exception:
                 parts = {}
             hws, self._starts = {}, {}
@@ -166,7 +166,8 @@ class KafkaInspector:
                 tier = {"local_log_start": start, "remote_end": remote}
                 start = self._starts.get(key, start)
             out[key] = ReplicaState(key=key, role=role, leader=meta.leader, epoch=meta.epoch, leo=leo, hw=hw,
-                                    log_start=start, isr=meta.isr if role == "leader" else (), **tier)
+                                    log_start=start, isr=meta.isr if role == "leader" else (), view=meta.view,
+                                    **tier)
         return out
 
     async def more_dumps(self, timeout: float = 20.0) -> dict[str, dict]:

@@ -33,7 +33,7 @@ from typing import Literal
 from pydantic import field_validator, model_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, MEMBERSHIP, META_GROUP, OFFSETS, PAUSE,
-                         PROCESS, WIPE, System, SystemOptions)
+                         PROCESS, TRANSACTIONS, WIPE, System, SystemOptions)
 
 STORAGE = ("file", "memory")
 MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there is no replica to read back "
@@ -112,6 +112,8 @@ SYSTEM = System(
     variant_option="storage",   # scenarios expect verdicts per storage type
     variants=STORAGE,
     lacks={
+        TRANSACTIONS: "JetStream has no transactions spanning subjects and no consumer offsets committed "
+                      "inside one (the queue workload's exactly-once processing)",
         OFFSETS: "JetStream exposes no replica's Raft commit index; LEO/HW conditions need the replica's internals",
         CHECKPOINTS: "JetStream persists no high watermark per stream",
         EVENTS: "nats-server logs no truncations or ISR changes",

@@ -11,7 +11,7 @@ from typing import Literal
 
 from replica.protocol import ERAS
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         MEMBERSHIP, WIPE, System, SystemOptions)
+                         MEMBERSHIP, TRANSACTIONS, WIPE, System, SystemOptions)
 
 CONTROLLER = "ctl"
 STORE = "store"          # tiered storage's object store (replica.remote_store), when enabled
@@ -78,4 +78,5 @@ SYSTEM = System(
     variant_option="era",
     variants=ERAS,
     default_settings=lambda rf: {"min.insync.replicas": min(2, rf)},
+    lacks={TRANSACTIONS: "the replica has no transactions and no consumer groups (Kafka's protocol before 0.11)"},
 )

@@ -98,13 +98,13 @@ class ReplicaDb(NodeDaemons):
         if node == self.store:
             return [py, "-m", "replica.remote_store", "--listen", f"{host}:{port}", "--data-dir", self.data_dir(node)]
         if node == self.controller:
-            return [py, "-m", "replica.controller", "--listen", f"{host}:{port}", "--data-dir",
+            return [py, "-m", "replica.controller_process", "--listen", f"{host}:{port}", "--data-dir",
                     self.data_dir(node), *common]
         if self.store:
             shost, sport = self.address(self.store)
             common += ["--remote-store", f"{shost}:{sport}"]
         chost, cport = self.address(self.controller)
-        return [py, "-m", "replica.broker", "--id", str(self.broker_id(node)), "--listen", f"{host}:{port}",
+        return [py, "-m", "replica.broker_process", "--id", str(self.broker_id(node)), "--listen", f"{host}:{port}",
                 "--controller", f"{chost}:{cport}", "--data-dir", self.data_dir(node), *common]
 
     def setup(self) -> None:

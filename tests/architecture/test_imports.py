@@ -1,7 +1,11 @@
-"""The import graph of the harness, from the source (ast, every import
-statement, also those inside functions): nothing outside the replica's
-adapter imports `replica`, there is no cycle, and no module imports one of a
-higher layer than its own (the layers are the table in docs/extending.md)."""
+"""The layout and the import graph of the harness, from the source (ast, every
+import statement, also those inside functions): the top-level packages are
+those of docs/extending.md's layout table (and pyproject installs exactly the
+installed ones), nothing outside the replica's adapter imports `replica`,
+there is no cycle, no module imports one of a higher layer than its own (the
+layers are the table in docs/extending.md), `history` imports only itself and
+the store layout, nothing installed imports the benchmarks, and no two
+modules are called `store.py`."""
 from __future__ import annotations
 
 import ast
@@ -15,7 +19,18 @@ import pytest
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("harness", "nemesis", "workloads", "checkers", "reports", "systems", "replica")
+
+
+def layout() -> dict[str, bool]:
+    """The table of docs/extending.md ("## Layout"): top-level package -> installed."""
+    text = (REPO / "docs" / "extending.md").read_text()
+    section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if re.match(r"^\| `\w+` \|", line)]
+    assert rows, "docs/extending.md has no layout table"
+    return {re.search(r"`(\w+)`", row[1]).group(1): row[3].strip() == "yes" for row in rows}
+
+
+PACKAGES = tuple(name for name, installed in layout().items() if installed)
 
 
 def modules() -> dict[str, Path]:
@@ -105,4 +120,42 @@ def test_the_checks_can_fail():
     g = import_graph()
     assert g.has_edge("harness.cli", "harness.runner")          # imported inside a command
     assert g.has_edge("reports.report", "reports.ops")         # `from .ops import ...`
-    assert layer_of("nemesis.scenarios.cli", layers()) > layer_of("nemesis.scenarios", layers())
+    assert layer_of("scenarios.cli", layers()) > layer_of("scenarios", layers())
+    assert g.has_edge("history.jsonl_parquet", "history.formats")
+    assert g.has_edge("history.flatten", "harness.run_store")
+
+
+def test_the_layout_table_is_the_folders_on_disk():
+    on_disk = {p.parent.name for p in REPO.glob("*/__init__.py")} | {"replica", "bench"}  # namespace packages
+    assert sorted(on_disk - {"tests"}) == sorted(layout())
+
+
+def test_pyproject_installs_the_installed_packages_only():
+    import tomllib
+
+    include = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert sorted(include) == sorted(f"{p}*" for p in PACKAGES)
+
+
+def test_history_imports_only_itself_and_the_store_layout():
+    g = import_graph()
+    out = sorted(f"{m} imports {t}" for m, t in g.edges
+                 if m.split(".")[0] == "history" and t.split(".")[0] != "history" and t != "harness.run_store")
+    assert out == []
+
+
+def test_no_installed_module_imports_the_benchmarks():
+    found = []
+    for mod, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{mod} imports {n}" for n in names if n == "bench" or n.startswith("bench.")]
+    assert found == []
+
+
+def test_module_names_say_what_they_are():
+    """No two `store.py` (the run store, checking a store, the report's reading of one, the
+    simulated object store), and the replica's processes are not named like its cores."""
+    assert sorted(str(p.relative_to(REPO)) for p in modules().values() if p.name == "store.py") == []
+    assert not (REPO / "replica" / "broker.py").exists() and not (REPO / "replica" / "controller.py").exists()

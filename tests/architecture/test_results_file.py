@@ -1,4 +1,4 @@
-"""results.json has one reader and one writer (harness/store.py): no other module
+"""results.json has one reader and one writer (harness/run_store.py): no other module
 names the file, so its location and its tolerant reading are decided once; and the
 verdict lattice (false > unknown > true) is `checkers.checker.merge_valid`."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.architecture.test_imports import modules
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-OWNER = "harness.store"
+OWNER = "harness.run_store"
 STORE_FILES = ("results.json", "scenario-results.json")
 
 
@@ -32,7 +32,7 @@ def _names_the_file(path: Path) -> list[int]:
 
 def test_only_the_store_module_names_results_json():
     found = {mod: lines for mod, path in modules().items() if mod != OWNER and (lines := _names_the_file(path))}
-    assert found == {}, "use harness.store.read_results / has_results / RESULTS"
+    assert found == {}, "use harness.run_store.read_results / has_results / RESULTS"
     assert _names_the_file(modules()[OWNER])  # the check can fail: the owner does name it
 
 
@@ -47,10 +47,10 @@ def test_merge_valid_is_the_lattice_false_unknown_true(verdicts, merged):
 
 def test_old_stores_are_read_under_the_current_names(tmp_path):
     """A store written before a scenario finding was renamed (tests/data/compare/ names it
-    `lost_writes`) reads as `unread_acknowledged` through every reader of harness.store."""
+    `lost_writes`) reads as `unread_acknowledged` through every reader of harness.run_store."""
     import json
 
-    from harness import store as run_store
+    from harness import run_store
 
     old = REPO / "tests" / "data" / "compare" / "kafka-hw-data-loss-0.10.2.2" / "20261126T204959"
     assert "lost_writes" in json.loads((old / "results.json").read_text())["scenario"]  # still the old name on disk

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from checkers.store import check_store
+from checkers.check_store import check_store
 from checkers.vocabulary import ANOMALIES, VOCABULARY, of_checker
 from harness import registry
 from reports.anomalies import EXPLANATIONS, PHRASES
-from tests.checkers import log_dumps, log_histories
+from history.formats import read_history
+from tests.checkers import log_dumps, log_histories, txn_cases
 
 pytestmark = pytest.mark.unit
 
@@ -20,7 +21,10 @@ DUMPS = {"divergence": "divergent"}  # example dumps named otherwise than their 
 
 def example(name: str):
     """(ops, dumps) made to show one anomaly: tests/checkers/log_histories.<name> over agreeing
-    dumps, or tests/checkers/log_dumps.<name> under a clean history. A new anomaly needs one."""
+    dumps, tests/checkers/log_dumps.<name> under a clean history, or the transactional history
+    tests/data/txn/<name>.edn (the txn checker's; "txn-" left off). A new anomaly needs one."""
+    if VOCABULARY[name].checker == "txn":
+        return read_history(txn_cases.path(name.removeprefix("txn-"))), {}
     fn = name.replace("-", "_")
     if hasattr(log_histories, fn):
         return getattr(log_histories, fn)().ops, log_dumps.agreeing()

@@ -1,6 +1,6 @@
 """A synthetic Kafka-style history.jsonl in the harness's format, and a timed conversion.
 
-Why: the streaming JSONL -> Parquet path (`checkers.store.check_campaign`,
+Why: the streaming JSONL -> Parquet path (`checkers.check_store.check_campaign`,
 engine spark) must stay fast and memory-flat on 10M-op histories; this writes
 a realistic file to measure it on, and the tests use small ones.
 
@@ -83,8 +83,8 @@ def write_history(path: str, ops: int, keys: int = KEYS, seed: int = 1) -> int:
 
 def convert(path: str, out_dir: str) -> dict:
     """Time history.jsonl -> Parquet the way check_campaign does it."""
-    from checkers.input.history import iter_jsonl
-    from checkers.input.parquet import write_run
+    from history.formats import iter_jsonl
+    from history.parquet import write_run
 
     started = time.perf_counter()
     reader = iter_jsonl(path)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from checkers.store import check_store
+from checkers.check_store import check_store
 
 pytestmark = pytest.mark.unit
 

@@ -3,7 +3,7 @@
 import pytest
 
 from checkers import log_anomalies, replica_diff
-from checkers.bench import from_jsonl, synthetic
+from bench.engines import from_jsonl, synthetic
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]  # Spark jobs on a loaded 2-core machine
 

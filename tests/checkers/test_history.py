@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.input.history import HistoryError, read_history, write_edn, write_jsonl
+from history.formats import HistoryError, read_history, write_edn, write_jsonl
 from tests.checkers.testdata import KNOSSOS
 
 pytestmark = pytest.mark.unit
@@ -169,7 +169,7 @@ def knossos_files():
 
 
 def test_every_knossos_file_reads_the_same_on_the_fast_path_as_with_edn_format():
-    from checkers.input.history import _fast_edn, _read_edn_slow
+    from history.formats import _fast_edn, _read_edn_slow
 
     files = knossos_files()
     assert len(files) == 122
@@ -191,7 +191,7 @@ def test_every_knossos_file_reads_the_same_on_the_fast_path_as_with_edn_format()
     "{:process 0 :type :invoke :f :w :value [1 nil true :nil-ish \"a \\\"q\\\"\"]}",
 ])
 def test_what_the_fast_path_refuses_edn_format_reads_alike(tmp_path, body):
-    from checkers.input.history import _read_edn_slow
+    from history.formats import _read_edn_slow
 
     path = write_text(tmp_path, "h.edn", "[" + body + "\n {:process 0, :type :ok, :f :w}]\n")
     assert read_history(path) == _read_edn_slow(str(path), path.read_text())
@@ -201,3 +201,22 @@ def test_a_bad_op_on_the_fast_path_still_names_its_line(tmp_path):
     path = write_text(tmp_path, "h.edn", "[{:process 0 :type :invoke :f :w}\n {:process 0 :f :w}]\n")
     with pytest.raises(HistoryError, match=r"h.edn:2: .*missing type"):
         read_history(path)
+
+
+@pytest.mark.parametrize("ops", [
+    # a key name used as a value, in the first ops and after the sample of 64 the
+    # fast path takes its key names from: the maps are read as key, value lists instead
+    ["{:process 0 :type :invoke :f :value :value :type}"] * 3,
+    ["{:process 0 :type :invoke :f :w :value 1}"] * 70 + ["{:process 0 :type :ok :f :w :value [:f nil]}"],
+    ["{:process 0 :type :invoke :f :w :value 1}"] * 70 + ["{:process 0 :type :ok :f :w :value :time :time 3}"],
+    # a key that first appears after the sample, a string key, a keyword with nil in its name
+    ["{:process 0 :type :invoke :f :w}"] * 70 + ["{:process 0 :type :info :f :w :error :nil-ish}"],
+    ["{:process 0, \"type\" :invoke, :f :w, :value \"a\"}", "{:process 1 :type :ok :f :w :value nil}"],
+])
+def test_the_fast_path_reads_maps_whatever_their_key_names_like_edn_format(tmp_path, ops):
+    from history.formats import _fast_edn, _read_edn_slow
+
+    text = "[" + "\n ".join(ops) + "]\n"
+    path = write_text(tmp_path, "h.edn", text)
+    assert _fast_edn(text) is not None
+    assert read_history(path) == _read_edn_slow(str(path), text)

@@ -1,6 +1,6 @@
 """Streaming history.jsonl -> Parquet: same rows as the in-memory path, same errors.
 
-The reference is `checkers.input.flatten` over `read_history`'s list, which the
+The reference is `history.flatten` over `read_history`'s list, which the
 local engine uses; the streamed path (`iter_jsonl` into `parquet.write_run`,
 as `check_campaign` runs it) must write exactly those rows.
 """
@@ -11,10 +11,10 @@ import math
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.input import parquet
-from checkers.input.flatten import flatten, flatten_dumps
-from checkers.input.history import HistoryError, iter_jsonl, read_history
-from checkers.store import StoreError, check_campaign, read_store_history
+from history import parquet
+from history.flatten import flatten, flatten_dumps
+from history.formats import HistoryError, iter_jsonl, read_history
+from checkers.check_store import StoreError, check_campaign, read_store_history
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.synthetic_jsonl import write_history
 from tests.checkers.test_store import make_store

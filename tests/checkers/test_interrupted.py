@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from checkers.store import check_campaign, check_store
+from checkers.check_store import check_campaign, check_store
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store
 

@@ -57,6 +57,12 @@ COLUMN = {
     "overwritten": (),
     "missing-committed": (),
     "lost-acknowledged": (),
+    # the txn checker: Elle's cycle names and Jepsen's own
+    "G0": (":G0",), "G0-process": (":G0-process",), "G0-realtime": (":G0-realtime",),
+    "G1c": (":G1c",), "G1c-process": (":G1c-process",), "G1c-realtime": (":G1c-realtime",),
+    "G1a": (":G1a",), "precommitted-read": (":precommitted-read",),
+    "txn-lost-write": (":lost-write",), "txn-duplicate": (":duplicate",),
+    "txn-inconsistent-offsets": (":inconsistent-offsets",),
 }
 
 

@@ -19,9 +19,9 @@ import sys
 import pytest
 
 from checkers import log_anomalies
-from checkers.input.flatten import flatten
-from checkers.input.history import read_history, write_jsonl
-from checkers.store import check_history_file
+from history.flatten import flatten
+from history.formats import read_history, write_jsonl
+from checkers.check_store import check_history_file
 from tests.checkers.testdata import TESTDATA
 
 HISTORY = TESTDATA / "jepsen-queue" / "history.edn"

@@ -1,4 +1,4 @@
-"""history.jsonl -> Parquet block-wise (checkers.input.jsonl_parquet) writes the reference's tables.
+"""history.jsonl -> Parquet block-wise (history.jsonl_parquet) writes the reference's tables.
 
 The reference is `parquet.write_run` fed op by op (any iterable of ops that
 is not a JsonlOps goes that way). Every history the suite carries is
@@ -17,10 +17,10 @@ import threading
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.input import jsonl_parquet, jsonl_scan, parquet
-from checkers.bench.jsonl_history import generate_jsonl
-from checkers.input.history import HistoryError, iter_jsonl, read_history, write_jsonl
-from harness.store import read_dumps
+from history import jsonl_parquet, jsonl_scan, parquet
+from bench.engines.jsonl_history import generate_jsonl
+from history.formats import HistoryError, iter_jsonl, read_history, write_jsonl
+from harness.run_store import read_dumps
 from tests.checkers.synthetic_jsonl import write_history
 from tests.checkers.test_history_stream import CASES
 from tests.checkers.testdata import KNOSSOS, TESTDATA

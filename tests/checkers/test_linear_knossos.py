@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from checkers.input.history import read_history
+from history.formats import read_history
 from checkers.linear import check_ops
 from tests.checkers.testdata import TESTDATA
 

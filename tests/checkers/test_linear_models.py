@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from checkers.input.history import write_jsonl
+from history.formats import write_jsonl
 from checkers.linear import check_file, check_ops
 from checkers.linear.history_local import check_ops as check_local
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers import linearizability
-from checkers.input import parquet
-from checkers.input.flatten import flatten
+from history import parquet
+from history.flatten import flatten
 from checkers.linear.history_local import split_history
 from checkers.linear.models import Log, parse_model
 from checkers.linear.wgl import check_calls, search, windows

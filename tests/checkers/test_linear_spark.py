@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.input.history import read_history
+from history.formats import read_history
 from checkers.linear import check_ops
 from tests.checkers.testdata import TESTDATA
 

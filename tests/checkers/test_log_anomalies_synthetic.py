@@ -1,12 +1,12 @@
 """The bench generator's synthetic runs, checked by the in-process kernels.
 
 A clean synthetic run must be valid; an injected one must show exactly the
-documented anomalies (checkers/bench/synthetic.py: some injections also cause a
+documented anomalies (bench/engines/synthetic.py: some injections also cause a
 second, expected kind).
 """
 
 from checkers import log_anomalies, replica_diff
-from checkers.bench import synthetic
+from bench.engines import synthetic
 import pytest
 
 pytestmark = pytest.mark.unit

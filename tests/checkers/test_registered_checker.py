@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from checkers.checker import Checker
-from checkers.input.flatten import SEND_COLUMNS
+from history.flatten import SEND_COLUMNS
 from harness import registry, verdict
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store

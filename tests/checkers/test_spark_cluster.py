@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from checkers.linearizability import same_verdicts
-from checkers.store import check_store
+from checkers.check_store import check_store
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.spark_cluster import StandaloneCluster
 from tests.checkers.test_store import make_store

@@ -11,9 +11,9 @@ one Spark job checks them all, which also exercises the many-runs path.
 import pytest
 
 from checkers import linearizability, log_anomalies, replica_diff
-from checkers.bench import synthetic as bench_synthetic
-from checkers.input import parquet
-from checkers.input.flatten import flatten
+from bench.engines import synthetic as bench_synthetic
+from history import parquet
+from history.flatten import flatten
 from checkers.linearizability import same_verdicts
 from checkers.spark.engine import check_runs
 from tests.checkers import log_dumps, log_histories

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.input.history import write_jsonl
+from history.formats import write_jsonl
 from checkers.spark.session import MASTER_CONNECT_TIMEOUT
 from tests.checkers.log_histories import clean
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from checkers.input.history import HistoryError
+from history.formats import HistoryError
 from checkers.linearizability import same_verdicts
-from checkers.store import StoreError, check_store
+from checkers.check_store import StoreError, check_store
 from harness import verdict
 from tests.checkers import log_dumps, log_histories
 

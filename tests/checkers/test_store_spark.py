@@ -5,7 +5,7 @@ import json
 import pytest
 
 from checkers.linearizability import same_verdicts
-from checkers.store import StoreError, check_campaign, check_store
+from checkers.check_store import StoreError, check_campaign, check_store
 from harness import verdict
 from tests.checkers import log_dumps, log_histories
 from tests.checkers.test_store import make_store

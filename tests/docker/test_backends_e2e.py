@@ -10,7 +10,7 @@ import sys
 import yaml
 
 from checkers import log_anomalies, replica_diff
-from checkers.input.history import read_history
+from history.formats import read_history
 from harness.cluster.docker import LABEL_RUN, docker_client
 
 from dockertest_util import REPO
@@ -79,8 +79,8 @@ def test_ssh_backend_run_against_hosts_known_only_by_address(cluster, tmp_path):
 SCENARIO = """
 import json, sys
 from harness.runner import Run
-from nemesis.scenarios.script import load_scenario
-from nemesis.scenarios.program import ScenarioProgram, scenario_spec
+from scenarios.script import load_scenario
+from scenarios.program import ScenarioProgram, scenario_spec
 scenario = load_scenario("hw-data-loss")
 spec = scenario_spec(scenario, "hw", backend="ssh", store_root=sys.argv[1])
 spec.backend_options = json.loads(sys.argv[2])

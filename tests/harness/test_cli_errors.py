@@ -79,7 +79,7 @@ def test_netns_needs_root(tmp_path):
     if os.geteuid() == 0:
         # drop to nobody for this one process
         cmd = [sys.executable, "-c",
-               "import os,sys; from harness.cli import main; import harness.runner, harness.spec, harness.store; "
+               "import os,sys; from harness.cli import main; import harness.runner, harness.spec, harness.run_store; "
                "os.setgid(65534); os.setuid(65534); sys.argv=['harness','run','--store',sys.argv[1]]; main()",
                str(tmp_path / "store")]
         out = subprocess.run(cmd, capture_output=True, text=True, cwd="/",

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from harness.history import HistoryWriter
-from harness.store import StoreError, create_run_dir, link_latest, validate_store
+from history.writer import HistoryWriter
+from harness.run_store import StoreError, create_run_dir, link_latest, validate_store
 
 pytestmark = pytest.mark.unit
 
@@ -41,7 +41,7 @@ def test_history_is_flushed_op_by_op_and_dense(tmp_path):
 
 
 def test_history_reads_back_with_the_checkers_reader(tmp_path):
-    history = pytest.importorskip("checkers.input.history")
+    history = pytest.importorskip("history.formats")
     path = tmp_path / "history.jsonl"
     h = HistoryWriter(str(path))
     op = h.invoke(3, "poll", None)

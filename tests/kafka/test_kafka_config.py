@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.scenarios.script import ScenarioError, load_scenario, parse
+from scenarios.script import ScenarioError, load_scenario, parse
 from systems.kafka import SYSTEM, plan_roles
 from systems.kafka import settings as names
 from systems.kafka.config import render, topic_config

@@ -4,7 +4,7 @@ it on, and the remote end and remote dump read from LocalTieredStorage's
 folder layout (segments built by tests/kafka/test_segments.build_batch)."""
 import pytest
 
-from nemesis.scenarios.script import load_scenario
+from scenarios.script import load_scenario
 from systems.kafka import SYSTEM, tiered
 from systems.kafka.config import render, topic_config
 from systems.kafka.compare import eras_of

@@ -1,7 +1,7 @@
 """The kill-and-restart schedule of the loss test, on a real cluster:
 acknowledged writes to key 0, SIGKILL of every node that hosts key 0's
 stream, restart, recovery, more writes, then final reads of every key to its
-end. Every send and read is an op in a real history (harness.history), and
+end. Every send and read is an op in a real history (history.writer), and
 the verdict comes from the real checker (checkers.log_anomalies).
 
 Also run by hand, N times over:  python -m tests.nats.kill_restart --runs 10
@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 from checkers.log_anomalies import check
-from checkers.input.history import read_history
-from harness.history import HistoryWriter
+from history.formats import read_history
+from history.writer import HistoryWriter
 from harness.sut import DefiniteError
 
 KEY = 0

@@ -43,7 +43,7 @@ def test_run_ends_with_a_verdict_and_leaders_in_the_samples(tmp_path):
 def test_memory_streams_have_no_replica_to_diff(tmp_path):
     """Nothing of a memory stream outlives its server: the diff says so and does
     not make the verdict unknown; file streams are diffed."""
-    from checkers.store import not_applicable
+    from checkers.check_store import not_applicable
 
     for storage in ("memory", "file"):
         (tmp_path / storage).mkdir()

@@ -8,7 +8,7 @@ import asyncio
 import time
 
 from harness import registry
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 from harness.steps import RunContext, run_steps
 from nemesis.fault import FaultEnv
 from nemesis.nemesis import Nemesis

@@ -1,6 +1,6 @@
 """A real local replica cluster for tests: one controller and N brokers on 127.0.0.1.
 
-Processes run ``python -m replica.controller`` / ``python -m replica.broker``
+Processes run ``python -m replica.controller_process`` / ``python -m replica.broker_process``
 exactly as documented in docs/interfaces.md, with free ports, temporary data
 dirs, a fresh cluster secret and scaled-down timings. Every process gets PR_SET_PDEATHSIG(SIGKILL), so
 it dies with the test process even if pytest itself is killed, and the
@@ -124,7 +124,7 @@ class LocalCluster:
     def start_controller(self) -> None:
         host, port = self.controller_address
         self.data_dir("ctl").mkdir(parents=True, exist_ok=True)
-        self._spawn("ctl", ["replica.controller", "--listen", f"{host}:{port}",
+        self._spawn("ctl", ["replica.controller_process", "--listen", f"{host}:{port}",
                             "--data-dir", str(self.data_dir("ctl")), "--era", self.era,
                             *self._secret_args(), *self._settings_args()])
         self._wait_listening("ctl", self.controller_address)
@@ -133,7 +133,7 @@ class LocalCluster:
         host, port = self.addresses[broker_id]
         chost, cport = self.controller_address
         self.data_dir(broker_id).mkdir(parents=True, exist_ok=True)
-        self._spawn(f"n{broker_id}", ["replica.broker", "--id", str(broker_id), "--listen", f"{host}:{port}",
+        self._spawn(f"n{broker_id}", ["replica.broker_process", "--id", str(broker_id), "--listen", f"{host}:{port}",
                                       "--controller", f"{chost}:{cport}", "--data-dir",
                                       str(self.data_dir(broker_id)), "--era", self.era,
                                       *self._secret_args(), *self._store_args(), *self._settings_args()])

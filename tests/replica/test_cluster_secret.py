@@ -104,7 +104,7 @@ def test_controller_and_brokers_refuse_cluster_requests_without_the_secret(local
 @pytest.mark.unit
 @pytest.mark.parametrize("secret", [None, ""])
 def test_processes_refuse_to_start_without_a_secret(tmp_path, secret):
-    argv = [sys.executable, "-m", "replica.controller", "--listen", f"127.0.0.1:{free_port()}",
+    argv = [sys.executable, "-m", "replica.controller_process", "--listen", f"127.0.0.1:{free_port()}",
             "--data-dir", str(tmp_path / "ctl"), "--era", "epoch"]
     if secret is not None:
         (tmp_path / "secret").write_text(secret)

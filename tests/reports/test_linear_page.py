@@ -77,7 +77,7 @@ def test_page_renders_the_counterexample(browser, tmp_path, screenshot_dir):
 
 def test_a_keyed_panel_draws_only_its_key():
     """A log history of 3 keys: the panel of the key that fails holds that key's calls only."""
-    from checkers.input.history import read_history
+    from history.formats import read_history
     from checkers.linear import check_ops
 
     from reports.linear_page import panels
@@ -94,7 +94,7 @@ def test_a_keyed_panel_draws_only_its_key():
 
 def test_the_run_report_shows_the_counterexample_view(tmp_path):
     """results.json with a linearizability counterexample: the run report draws its panel."""
-    from checkers.input.history import read_history
+    from history.formats import read_history
     from checkers.linear import check_ops
     from reports_html import Page
 

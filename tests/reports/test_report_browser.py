@@ -157,3 +157,48 @@ def test_the_error_capture_sees_errors(browser, tmp_path):
         assert any("undefinedFunction" in e for e in page.errors), page.errors
     finally:
         browser.close_page(page)
+
+
+FIRST_SCREEN = """(() => {
+  const inView = el => !!el && el.getBoundingClientRect().bottom <= window.innerHeight;
+  const visibleText = [...document.querySelectorAll('body *')]
+    .filter(el => el.children.length === 0 && el.offsetParent !== null)
+    .filter(el => el.getBoundingClientRect().top < window.innerHeight)
+    .map(el => el.innerText).join('\\n');
+  const rest = document.querySelector('details.config-rest');
+  return {
+    verdict: inView(document.getElementById('verdict')),
+    parameters: inView(document.querySelector('table.run-parameters')),
+    parameterNames: [...document.querySelectorAll('table.run-parameters tr td:first-child')].map(td => td.innerText),
+    anomalies: document.querySelectorAll('table.anomaly-summary tr').length,
+    anomaliesInView: inView(document.querySelector('table.anomaly-summary')),
+    restFolded: !!rest && !rest.open,
+    rest: rest ? rest.querySelector('pre').textContent : '',
+    firstScreen: visibleText,
+  };
+})()"""
+
+
+def test_first_screen_shows_verdict_anomalies_and_parameters(browser, built, screenshot_dir):
+    """Issue 39, criterion 4: a report opens (1400 x 1000) on the verdict, the anomalies found and the
+    run's parameters; test.json's other fields (the fault table with its colours, the final reads'
+    internals) are one folded raw block, not on the first screen."""
+    for name, report, _ in built:
+        page = browser.load(report.as_uri(), width=1400, height=1000)
+        try:
+            facts = browser.evaluate(page, FIRST_SCREEN)
+            browser.screenshot(page, screenshot_dir / f"{name}-first-screen.png", max_height=1000)
+            assert facts["verdict"] and facts["parameters"], (name, facts)
+            for row in ("system", "client", "backend", "nodes", "workload", "nemesis", "seed", "time limit",
+                        "settings", "system options"):
+                assert row in facts["parameterNames"], (name, row, facts["parameterNames"])
+            results = json.loads((report.parent / "results.json").read_text())
+            if results.get("valid") is False:
+                assert facts["anomalies"] >= 1 and facts["anomaliesInView"], (name, facts)
+            screen = facts["firstScreen"]
+            assert "colour" not in screen and "faults." not in screen and "final_reads" not in screen, (name, screen)
+            if name.startswith("real-"):  # a real run's test.json has the fault table: folded, below
+                assert facts["restFolded"] and '"faults"' in facts["rest"] and "colour" in facts["rest"], (name, facts)
+            assert (screenshot_dir / f"{name}-first-screen.png").stat().st_size > 10_000
+        finally:
+            browser.close_page(page)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from nemesis.scenarios import conditions as c
-from nemesis.scenarios import roles
+from scenarios import conditions as c
+from scenarios import roles
 
 pytestmark = pytest.mark.unit
 

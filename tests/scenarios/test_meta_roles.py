@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from nemesis.scenarios import ScenarioError
-from nemesis.scenarios.roles import Layout, Ref, RefError, parse_ref, resolve
-from nemesis.scenarios.script import parse
+from scenarios import ScenarioError
+from scenarios.roles import Layout, Ref, RefError, parse_ref, resolve
+from scenarios.script import parse
 
 pytestmark = pytest.mark.unit
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from checkers.store import check_store
-from harness import store as run_store
-from nemesis.scenarios import load_scenario, results
+from checkers.check_store import check_store
+from harness import run_store
+from scenarios import load_scenario, results
 from systems.replica.inspector import log_events
 
 pytestmark = pytest.mark.unit

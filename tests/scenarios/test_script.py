@@ -7,8 +7,8 @@ import textwrap
 import pytest
 import yaml
 
-from nemesis.scenarios import ScenarioError, list_scenarios, load_file, load_scenario
-from nemesis.scenarios.script import bound_ms, parse
+from scenarios import ScenarioError, list_scenarios, load_file, load_scenario
+from scenarios.script import bound_ms, parse
 from systems.replica import ERAS
 
 pytestmark = pytest.mark.unit
@@ -41,7 +41,7 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "tiered-skip-aux-fixed": {"epoch": (True, [])},
     # the hw data loss as `python -m replica.sim.explore --era hw --emit-scenario` wrote it
     "explored-hw-data-loss": {"hw": (False, ["lost-write"]), "epoch": (True, [])},
-    # NATS JetStream (README, "NATS JetStream"): storage variant -> declared verdict
+    # NATS JetStream (docs/systems/nats.md): storage variant -> declared verdict
     "nats-kill-all-replicas": {"file": (True, []), "memory": (False, ["lost-write", "inconsistent-offsets"])},
     "nats-leader-isolated": {"file": (True, []), "memory": (True, [])},
     "nats-follower-paused": {"file": (True, []), "memory": (True, [])},
@@ -51,8 +51,10 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "kafka-unclean-election": {"unclean-on": (False, ["lost-write", "lost-acknowledged", "overwritten"]),
                                "unclean-off": (True, [])},
     "kafka-power-coordinated": {"no-fsync": (False, ["lost-write", "lost-acknowledged"]), "fsync": (True, [])},
-    # librdkafka's uncounted re-send after NOT_LEADER_OR_FOLLOWER (README, "Kafka's client re-sends")
+    # librdkafka's uncounted re-send after NOT_LEADER_OR_FOLLOWER (docs/findings/kafka.md, "Client re-sends")
     "kafka-client-resend": {"non-idempotent": (False, ["duplicate"]), "idempotent": (True, [])},
+    # the harness's own check: a fenced leader's stale metadata is not believed (issue 42)
+    "kafka-stale-leader-view": {"4.1.1": (True, [])},
     "kafka-hw-data-loss": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
                            "0.10.2.2": (False, ["lost-write"])},
     "kafka-hw-divergence": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
@@ -137,7 +139,7 @@ def test_a_host_one_variant_lacks_is_named_at_load_not_dropped_from_a_partition_
                          "- partition: {cut: [n1, ctl]}\n  variants: [4.1.1]\n",
                          system="kafka", expect={"0.10.2.2": "valid", "4.1.1": "valid"}))
     assert [s.variants for s in both.steps] == [["0.10.2.2"], ["4.1.1"]]
-    from nemesis.scenarios.script import layout
+    from scenarios.script import layout
 
     assert layout(both, variant="0.10.2.2").roles == {"zookeeper": "zk"}
     assert layout(both, variant="4.1.1").roles == {"controller": "ctl"}
@@ -210,7 +212,7 @@ def test_a_condition_the_system_cannot_observe_is_refused_before_any_host():
 def test_a_system_package_may_hold_its_own_scenarios(tmp_path, monkeypatch):
     """systems/<name>/scenarios/*.yaml join the library, so a new system's scripts need
     no file outside its package; a name defined twice is one line."""
-    from nemesis.scenarios import script
+    from scenarios import script
 
     own = tmp_path / "somesys" / "scenarios"
     own.mkdir(parents=True)
@@ -232,7 +234,7 @@ def test_nats_scenarios_pin_the_versions_they_are_about():
 
 
 def test_a_scenarios_system_options_then_the_variant_then_option_flags():
-    from nemesis.scenarios.program import scenario_spec
+    from scenarios.program import scenario_spec
 
     sc = load_scenario("nats-crash-stream-deletion")
     assert scenario_spec(sc, "file").system_options["version"] == "2.10.22"

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 from workloads.log import LogWorkload, WorkloadConfig
 
 REPO = Path(__file__).resolve().parents[2]

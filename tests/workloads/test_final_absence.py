@@ -34,7 +34,7 @@ from harness.cleanup import RunRecord  # noqa: E402
 from harness.cluster.netns import NetnsCluster  # noqa: E402
 from harness.sut import RunShape  # noqa: E402
 from replica import storage  # noqa: E402
-from replica.controller import STATE_FILE  # noqa: E402
+from replica.controller_process import STATE_FILE  # noqa: E402
 from tests.workloads.absence_util import gone_run, harness_check  # noqa: E402
 
 SETTINGS = {"min.insync.replicas": 2, "replica.lag.time.max.ms": 3000, "broker.session.timeout.ms": 3000,

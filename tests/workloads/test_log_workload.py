@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.root, needs_root, pytest.mark.timeout(180)]
 from harness import registry  # noqa: E402
 from harness.cleanup import RunRecord  # noqa: E402
 from harness.cluster.netns import NetnsCluster  # noqa: E402
-from harness.history import HistoryWriter  # noqa: E402
+from history.writer import HistoryWriter  # noqa: E402
 from harness.sut import RunShape  # noqa: E402
 from workloads.log import LogWorkload, WorkloadConfig  # noqa: E402
 

@@ -1,0 +1,95 @@
+"""What the checker benchmarks measure beside seconds: the Spark driver JVM's CPU
+time and peak memory, this process's peak memory, and the baseline's work of
+reading every column of a table. Shared by `bench.engines.synthetic` (synthetic Parquet)
+and `bench.engines.from_jsonl` (from history.jsonl)."""
+
+from __future__ import annotations
+
+import contextlib
+import cProfile
+import os
+import pstats
+import resource
+
+
+def jvm_peak_rss(spark) -> int | None:
+    """Peak resident memory (bytes) of the Spark driver JVM, from /proc."""
+    try:
+        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except Exception:  # noqa: BLE001 - a measurement, not a result
+        return None
+    return None
+
+
+def jvm_cpu_seconds(spark) -> float | None:
+    """User + system CPU seconds the driver JVM has used (the machine is shared: wall time lies)."""
+    try:
+        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except Exception:  # noqa: BLE001 - a measurement, not a result
+        return None
+
+
+def python_peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def read_everything(frame) -> int:
+    """The baseline's work on one table: decode every column of every row (a plain
+    count() is answered from Parquet footers and reads nothing)."""
+    from pyspark.sql import functions as F
+
+    return frame.agg(F.count("*"), F.max(F.xxhash64(*frame.columns))).collect()[0][0]
+
+
+def delta(after, before):
+    return None if after is None or before is None else round(after - before, 1)
+
+
+def gib(n):
+    return None if n is None else round(n / 2 ** 30, 2)
+
+
+PROFILE_TOP = 12
+
+
+@contextlib.contextmanager
+def profiled(into: dict, key: str, active: bool = True, top: int = PROFILE_TOP):
+    """Profile the block with cProfile (this process only: for a Spark path, the driver's
+    side, where the waits on the JVM show as py4j socket reads) and keep its `top`
+    entries by own time in `into[key]`: what a reader of the bench's JSON needs to see
+    where a path's time goes. Inactive: nothing (the timings carry no profiler overhead)."""
+    if not active:
+        yield
+        return
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        into[key] = top_entries(profile, top)
+
+
+def top_entries(profile: cProfile.Profile, top: int = PROFILE_TOP) -> list[dict]:
+    stats = pstats.Stats(profile).stats  # (file, line, name) -> (calls, total calls, own, cumulative, callers)
+    ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
+    return [{"function": f"{_short(path)}:{line}({name})", "calls": calls,
+             "own_s": round(own, 3), "cumulative_s": round(cumulative, 3)}
+            for (path, line, name), (_, calls, own, cumulative, _) in ranked]
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", "/lib/python"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return path

@@ -1,0 +1,290 @@
+"""The `queue` workload: Jepsen's Kafka queue test (transactions and consumer
+groups) over a system's `harness.sut.QueueClient` (capability TRANSACTIONS).
+
+C client processes, each with its own producer (a transactional id of its own:
+a new one for a new process) and consumer (`read_committed`). Ops:
+
+- `txn=true`: `txn` ops of 1..max_txn_len micro-ops `["send", key, value]` /
+  `["poll"]`, completed as `["send", key, [offset, value]]` /
+  `["poll", {key: [[offset, value], ...]}]`; the polled positions are committed
+  inside the transaction. A fraction `abort_p` is aborted on purpose at the end.
+- `txn=false`: single `send` (`[key, value]` -> `[key, [offset, value]]`, an
+  idempotent producer) and `poll` (`{key: pairs}`, positions committed after it) ops.
+- `consumer=subscribe`: every process joins one consumer group (a `subscribe` op
+  of every key); each rebalance the group makes is an `assign` op of the keys the
+  process holds after it (a revocation: the keys it kept, often none), recorded
+  when the op during which the group made it completes (callbacks run inside a poll).
+  `consumer=assign`: an `assign` op of random keys at the start and now and then
+  (positions from a group of the process's own).
+
+Outcomes (Jepsen's rules): committed = `ok`; aborted on purpose or refused before
+the commit = `fail` (the process goes on; its consumer is back at its committed
+position, since Kafka does not rewind a consumer whose transaction aborted); a
+fenced producer = `fail` and the process retires; a commit whose outcome is
+unknown = `info` and the process retires. A retired process continues as a new
+process number with a new client.
+
+The final phase (after the nemesis healed everything) waits for every key to
+have a leader and full in-sync replicas, then until no transaction is open on
+it (its last stable offset = its high watermark: a retired process's open
+transaction is aborted by its coordinator's timeout), then reads every key
+from offset 0 to its end with a `read_committed` consumer (`poll` ops of a new
+process, as the `log` workload's final reads).
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.steps import StepError
+from harness.sut import TRANSACTIONS, DefiniteError, Fenced
+from workloads.log import LogWorkload, WorkloadConfig, _err
+
+READY_S = 120.0     # s: how long the system may take to serve transactions and groups at first
+REASSIGN_P = 0.05   # consumer=assign: the chance per op that a process assigns itself new keys
+
+
+class QueueOptions(BaseModel):
+    """The spec's `workload_options` of the queue workload (`--workload-option k=v`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    txn: bool = True
+    consumer: Literal["subscribe", "assign"] = "subscribe"
+    abort_p: float = Field(0.1, ge=0, le=1, description="the fraction of transactions aborted on purpose")
+    max_txn_len: int = Field(4, ge=1, le=16, description="micro-ops per transaction at most")
+
+
+class QueueWorkload(LogWorkload):
+    def __init__(self, cfg: WorkloadConfig, opts: QueueOptions, db, history, log=lambda m: None):
+        super().__init__(cfg, db, history, log)
+        self.opts = opts
+        self.tag = uuid.uuid4().hex[:8]            # transactional ids and groups of this run
+        self.group = f"replog-queue-{self.tag}"
+        self.counts = {"committed": 0, "aborted": 0, "indefinite": 0, "rebalances": 0}
+
+    def queue_client(self, process: int):
+        group = self.group if self.opts.consumer == "subscribe" else f"{self.group}-p{process}"
+        return self.db.queue_client(self.cfg.request_timeout, f"replog-{self.tag}-p{process}", group,
+                                    self.opts.txn)
+
+    async def setup(self, timeout: float = 60.0) -> None:
+        """The log (as the log workload makes it), then until the system serves
+        transactions and consumer groups (their internal state is made on first use)."""
+        start = time.monotonic()
+        await super().setup(timeout)
+        client = self.queue_client(self.new_process())
+        try:
+            await client.ready(READY_S)
+        finally:
+            await client.close()
+        self.log(f"transactions and consumer groups served after {time.monotonic() - start:.1f}s")
+
+    # -- main phase ------------------------------------------------------------
+    async def _worker(self, process: int, deadline: float) -> None:
+        rng = random.Random(self.rng.random())
+        mean_gap = self.cfg.concurrency / self.cfg.rate
+        client = await self._start(process, rng)
+        try:
+            while True:
+                await asyncio.sleep(rng.expovariate(1.0 / mean_gap))
+                if time.monotonic() >= deadline:
+                    return
+                if self.opts.consumer == "assign" and rng.random() < REASSIGN_P:
+                    await self._assign(client, process, rng)
+                if self.opts.txn:
+                    goes_on = await self._txn(client, process, rng)
+                elif rng.random() < self.cfg.send_fraction:
+                    goes_on = await self._send(client, process, rng.randrange(self.cfg.keys))
+                else:
+                    goes_on = await self._poll(client, process)
+                self._record_rebalances(client, process)
+                if not goes_on:   # info or fenced: this process is done; continue as a new one
+                    await client.close()
+                    process = self.new_process()
+                    client = await self._start(process, rng)
+        finally:
+            await client.close()
+
+    async def _start(self, process: int, rng: random.Random):
+        client = self.queue_client(process)
+        if self.opts.consumer == "subscribe":
+            keys = list(range(self.cfg.keys))
+            op = self.history.invoke(process, "subscribe", keys)
+            try:
+                await client.subscribe(keys)
+            except Exception as e:
+                self.history.complete(op, "fail", keys, error=_err(e))
+            else:
+                self.history.complete(op, "ok", keys)
+        else:
+            await self._assign(client, process, rng)
+        return client
+
+    async def _assign(self, client, process: int, rng: random.Random) -> None:
+        keys = sorted(rng.sample(range(self.cfg.keys), rng.randint(1, self.cfg.keys)))
+        op = self.history.invoke(process, "assign", keys)
+        try:
+            await asyncio.wait_for(client.assign(keys), self.cfg.request_timeout + 2)
+        except Exception as e:
+            self.history.complete(op, "fail", keys, error=_err(e))
+        else:
+            self.history.complete(op, "ok", keys)
+
+    def _record_rebalances(self, client, process: int) -> None:
+        for kind, keys in client.rebalances():
+            op = self.history.invoke(process, "assign", keys)
+            self.history.complete(op, "ok", keys)
+            if kind == "assign":
+                self.counts["rebalances"] += 1
+
+    def _mops(self, rng: random.Random) -> list[list]:
+        mops = []
+        for _ in range(rng.randint(1, self.opts.max_txn_len)):
+            if rng.random() < self.cfg.send_fraction:
+                mops.append(["send", rng.randrange(self.cfg.keys), next(self._values)])
+            else:
+                mops.append(["poll"])
+        return mops
+
+    async def _txn(self, client, process: int, rng: random.Random) -> bool:
+        """One transaction; -> whether the process goes on."""
+        mops = self._mops(rng)
+        abort = rng.random() < self.opts.abort_p
+        op = self.history.invoke(process, "txn", mops)
+        try:
+            done = await asyncio.wait_for(client.txn(mops, abort), 3 * self.cfg.request_timeout + 5)
+        except asyncio.CancelledError:
+            self.history.complete(op, "info", mops, error="cancelled")
+            raise
+        except DefiniteError as e:   # aborted: nothing of it is visible
+            self.history.complete(op, "fail", getattr(e, "completed", None) or mops, error=_err(e))
+            self.counts["aborted"] += 1
+            return not isinstance(e, Fenced)
+        except Exception as e:       # the commit's outcome is unknown
+            self.history.complete(op, "info", getattr(e, "completed", None) or mops, error=_err(e))
+            self.counts["indefinite"] += 1
+            return False
+        self.history.complete(op, "ok", done)
+        self.counts["committed"] += 1
+        return True
+
+    async def _send(self, client, process: int, key: int) -> bool:
+        value = next(self._values)
+        op = self.history.invoke(process, "send", [key, value])
+        try:
+            offset = await asyncio.wait_for(client.send(key, value), self.cfg.request_timeout + 2)
+        except asyncio.CancelledError:
+            self.history.complete(op, "info", [key, value], error="cancelled")
+            raise
+        except DefiniteError as e:
+            self.history.complete(op, "fail", [key, value], error=_err(e))
+            return not isinstance(e, Fenced)
+        except Exception as e:
+            self.history.complete(op, "info", [key, value], error=_err(e))
+            return False
+        self.history.complete(op, "ok", [key, [offset, value]])
+        return True
+
+    async def _poll(self, client, process: int) -> bool:
+        op = self.history.invoke(process, "poll", None)
+        try:
+            polled = await asyncio.wait_for(client.poll(), self.cfg.request_timeout + 2)
+        except asyncio.CancelledError:
+            self.history.complete(op, "fail", None, error="cancelled")
+            raise
+        except Exception as e:   # reads change nothing
+            self.history.complete(op, "fail", None, error=_err(e))
+            return not isinstance(e, Fenced)
+        self.history.complete(op, "ok", {str(k): [[o, v] for o, v in recs] for k, recs in sorted(polled.items())})
+        return True
+
+    # -- scripted writes -----------------------------------------------------------
+    async def write(self, key: int, count: int, acks: str, expect: str = "ok", step: int | None = None,
+                    via: str | None = None) -> list[dict]:
+        raise StepError("the queue workload has no scripted writes; scenarios run with --workload log")
+
+    async def write_parallel(self, key: int, count: int, acks: str, step: int | None = None) -> list[dict]:
+        raise StepError("the queue workload has no scripted writes; scenarios run with --workload log")
+
+    # -- final phase ---------------------------------------------------------------
+    async def final_reads(self, recovery_timeout: float) -> dict:
+        """Every key read from 0 to its end with a read_committed consumer, once no
+        transaction is open on it (see the module docstring)."""
+        client = self.client()
+        process = self.new_process()
+        reader = self.queue_client(process)
+        try:
+            healthy = await self.wait_healthy(client, recovery_timeout, full_isr=True)
+            if not healthy:
+                self.log("final: not every key has a leader and full in-sync replicas; reading anyway")
+                await self.wait_healthy(client, recovery_timeout / 2, full_isr=False)
+            deadline = time.monotonic() + recovery_timeout
+            stable = {k: False for k in range(self.cfg.keys)}
+            while not all(stable.values()) and time.monotonic() < deadline:
+                for key in stable:
+                    stable[key] = stable[key] or await reader.stable(key)
+                if not all(stable.values()):
+                    await asyncio.sleep(0.5)
+            keys = {}
+            for key in range(self.cfg.keys):
+                done, pos = await self._read_committed(reader, process, key, time.monotonic() + recovery_timeout)
+                why = "no open transaction" if stable[key] else "a transaction stayed open (last stable offset " \
+                                                                 "below the high watermark)"
+                keys[str(key)] = {"complete": done and stable[key], "read_to": pos,
+                                  "why": why if done else f"{why}; reads did not reach the end"}
+            return {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys,
+                    "counts": dict(self.counts)}
+        finally:
+            await reader.close()
+            await client.close()
+
+    async def _read_committed(self, reader, process: int, key: int, deadline: float) -> tuple[bool, int]:
+        pos = 0
+        while time.monotonic() < deadline:
+            op = self.history.invoke(process, "poll", None)
+            try:
+                recs, end = await asyncio.wait_for(reader.committed_reads(key, pos), self.cfg.request_timeout + 3)
+            except Exception as e:
+                self.history.complete(op, "fail", None, error=_err(e))
+                await asyncio.sleep(0.5)
+                continue
+            self.history.complete(op, "ok", {str(key): [[o, v] for o, v in recs]})
+            if recs:
+                pos = recs[-1][0] + 1
+            if end:
+                return True, pos
+        return False, pos
+
+
+def make(spec, db, history, log=lambda m: None) -> QueueWorkload:
+    cfg = WorkloadConfig(keys=spec.keys, concurrency=spec.concurrency, rate=spec.rate,
+                         send_fraction=spec.send_fraction, acks="all",
+                         replication_factor=spec.replication_factor, topic_config=dict(spec.settings),
+                         seed=spec.seed)
+    return QueueWorkload(cfg, QueueOptions.model_validate(getattr(spec, "workload_options", None) or {}),
+                         db, history, log=log)
+
+
+def _declare():
+    from workloads import Workload
+
+    return Workload("queue", "Jepsen's queue test: transactions of sends and polls, consumer groups "
+                             "(txn, consumer=subscribe|assign, abort_p, max_txn_len)", make,
+                    needs=frozenset({TRANSACTIONS}), options=QueueOptions, not_checked=NOT_CHECKED,
+                    checkers=("txn", "log", "replica-diff", "linearizability"))
+
+
+NOT_CHECKED = {
+    "replica-diff": "a transactional log holds aborted records and commit markers that no op of the history "
+                    "acknowledges or reads, which this checker takes for missing committed records",
+    "linearizability": "a txn op sends and polls several keys as one atomic unit; this checker models single "
+                       "appends and reads (the log checker reads the flattened view, the txn checker the units)",
+}
+
+
+WORKLOAD = _declare()
