@@ -34,9 +34,16 @@ class KafkaMembership:
             topics = admin.describe_topics([TOPIC])
         finally:
             admin.close()
-        parts = next((t.get("partitions") or [] for t in topics if t.get("topic") == TOPIC), [])
-        return {int(p["partition"]): [f"n{r}" for r in p.get("replicas") or []]
-                for p in sorted(parts, key=lambda p: p["partition"])}
+        # kafka-python 3 names the fields as Metadata's schema does (name, partition_index,
+        # replica_nodes); older releases as topic, partition, replicas
+        parts = next((t.get("partitions") or [] for t in topics if (t.get("name") or t.get("topic")) == TOPIC), [])
+        out = {}
+        for p in parts:
+            index = p.get("partition_index", p.get("partition"))
+            out[int(index)] = [f"n{r}" for r in (p.get("replica_nodes") or p.get("replicas") or [])]
+        if not out:
+            raise RuntimeError(f"membership: the Metadata answer names no partition of {TOPIC!r}")
+        return dict(sorted(out.items()))
 
     def reassign(self, key: int, nodes: list[str]) -> dict:
         from kafka import TopicPartition
