@@ -10,7 +10,7 @@
 
 Its stop (`membership-restore`) undoes both: retired nodes start again
 (registering anew) and every moved key goes back to its set, in its order
-(retried while a just-started node is not registered yet). The final phase
+(retried for up to 2 minutes while a just-started node is not registered yet). The final phase
 restarts what is down and leaves the assignment as it is.
 
 Random schedule: move twice as often as retire. Targeted schedule: move a key
@@ -27,6 +27,7 @@ from harness.sut import MEMBERSHIP, PROCESS, require
 from nemesis.fault import FaultArgError, FaultKind, Target, kill_and_wait
 
 ACTIONS = ("move", "move", "retire")
+RESTORE_S = 120.0   # a restarted broker registers within this (a JVM on a loaded 2-core machine: up to a minute)
 
 
 @dataclass
@@ -162,7 +163,7 @@ class Membership:
         for key, cur in reversed(self.moved):    # the oldest set wins: the key's set before any move
             back[key] = cur
         self.moved = []
-        deadline = time.monotonic() + max(30.0, self.wait_s)
+        deadline = time.monotonic() + max(RESTORE_S, self.wait_s)
         for key, cur in sorted(back.items()):
             while True:
                 try:
@@ -174,7 +175,9 @@ class Membership:
                         self.log(f"membership: key {key} not moved back: {e}")
                         break
                     time.sleep(1.0)
-        text = ", ".join(f"key {k} -> {' '.join(v)}" for k, v in sorted(back.items()))
+        text = ", ".join(f"key {k} -> {' '.join(v)}" for k, v in sorted(back.items()) if str(k) not in failed)
+        if failed:
+            text += f"{', ' if text else ''}not moved back: key {', '.join(sorted(failed))}"
         record(MEMBERSHIP_FAULT.stop, {"started": started, "back": {str(k): v for k, v in sorted(back.items())},
                                        "failed": failed,
                                        "text": "; ".join(filter(None, [f"started {' '.join(started)}" if started
