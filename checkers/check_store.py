@@ -116,7 +116,10 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         name = system.name
     except (OSError, ValueError, AttributeError, registry.RegistryError):
         return {}
-    lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
+    try:
+        capabilities = system.capabilities_in(test.get("settings"), test.get("system_options"))
+    except ValueError:  # options this version no longer reads: the system's defaults
+        capabilities = system.capabilities_in(test.get("settings"))
     out = {}
     try:
         workload = registry.workload(test.get("workload") or "log")
@@ -124,10 +127,10 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
     except registry.RegistryError:
         pass
     for cname, checker in registry.load_all(registry.CHECKERS).items():
-        lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n) or n in lacks]
+        lacking = [n for n in getattr(checker, "needs", ()) if not capabilities.has(n)]
         if lacking:
             out[cname] = (f"system {name!r} cannot give what this checker reads ({', '.join(lacking)}): "
-                          f"{lacks.get(lacking[0], 'not a capability of the system')}")
+                          f"{capabilities[lacking[0]] or 'not a capability of the system'}")
     return out
 
 

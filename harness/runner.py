@@ -35,7 +35,7 @@ from harness.progress import Progress
 from harness.sampler import Sampler
 from harness.spec import TestSpec
 from harness.steps import RunContext, StepError, run_steps
-from harness.sut import DUMP, INSPECT, REMOTE_TIER, RunShape, Unsupported
+from harness.sut import DUMP, INSPECT, RunShape, Unsupported, capabilities_of
 from nemesis.fault import FaultEnv
 
 WORK_ROOT = Path(os.environ.get("HARNESS_WORK_ROOT", "/var/tmp/harness"))
@@ -112,16 +112,14 @@ def preflight(spec: TestSpec, program: Program) -> None:
         if not (run_store.REPO_DIR / folder).is_dir():
             raise RunError(f"no {folder}/ under {run_store.REPO_DIR}; run from a full checkout")
     try:
+        capabilities = spec.capabilities()
         if getattr(spec, "nemesis_mode", "random") == "targeted" and program.faults:
-            system.require(INSPECT, "--nemesis-mode targeted")
+            capabilities.require(INSPECT, "--nemesis-mode targeted")
         for fault in program.faults:
             kind = registry.fault(fault)
-            system.require_fault(kind)
-            if REMOTE_TIER in kind.needs and not (system.tiered and system.tiered(spec.settings, spec.options())):
-                from nemesis.remote_store import no_store
-                raise RunError(f"fault {fault}: {no_store(system)}")
+            capabilities.require_fault(kind)
             if kind.preflight is not None:
-                kind.preflight(spec.backend, system)
+                kind.preflight(spec.backend, capabilities)
         if system.check_settings is not None:
             system.check_settings(spec.settings, spec.options())
     except (Unsupported, registry.RegistryError) as e:
@@ -269,7 +267,7 @@ class Run:
     def _fault_table(self) -> dict:
         """The run's faults as the history names them, for the reports: {fault: {start, stop, colour}}."""
         out = {}
-        for name in registry.faults_for(self.system):
+        for name in registry.faults_for(self.spec.capabilities()):
             kind = registry.fault(name)
             out[name] = {"start": kind.start, "stop": kind.stop, "colour": kind.colour}
         return out
@@ -401,7 +399,8 @@ class Run:
         progress.message(f"creating the log ({spec.keys} keys, replication factor {spec.replication_factor})")
         await workload.setup()
         program.prepare(ctx)
-        inspector = db.inspector if self.system.has(INSPECT) else None
+        capabilities = capabilities_of(db)
+        inspector = db.inspector if capabilities.has(INSPECT) else None
         time_limit = spec.time_limit if program.clients else 0
         if program.clients:
             progress.message(f"workload: {spec.time_limit:g}s, {spec.concurrency} clients, {spec.rate:g} ops/s, "
@@ -427,12 +426,10 @@ class Run:
                     for w in watchers:
                         w.cancel()
                     await workload.close()
-            if self.system.has(DUMP) and inspector is not None:
+            if capabilities.has(DUMP) and inspector is not None:
                 dumps = await asyncio.gather(*(inspector.dump(n) for n in self.plan.nodes))
                 result["dumps"] = {n: d for n, d in zip(self.plan.nodes, dumps) if d is not None}
-                more = getattr(inspector, "more_dumps", None)   # copies besides the nodes (a remote tier)
-                if more is not None:
-                    result["dumps"].update(await more())
+                result["dumps"].update(await inspector.more_dumps())   # copies besides the nodes (a remote tier)
         finally:
             if inspector is not None:
                 await inspector.close()

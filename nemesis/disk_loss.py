@@ -22,7 +22,7 @@ class DiskLoss:
     def __init__(self, env):
         self.db = env.db
         self.process = require(env.db, PROCESS, "fault disk-loss")
-        env.db.system.require(WIPE, "fault disk-loss")
+        require(env.db, WIPE, "fault disk-loss")
         self.stagger = env.interval / 2
         self.log = env.log
         self.victims: list[str] = []

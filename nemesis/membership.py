@@ -70,8 +70,7 @@ def parse_stop(arg):
 class Membership:
     def __init__(self, env):
         self.process = require(env.db, PROCESS, "fault membership")
-        env.db.system.require(MEMBERSHIP, "fault membership")
-        self.members = env.db.membership          # Kafka before 2.4 refuses here, in one line
+        self.members = require(env.db, MEMBERSHIP, "fault membership")
         self.nodes = list(env.plan.nodes)
         self.wait_s = 2 * env.interval
         self.log = env.log

@@ -19,7 +19,7 @@ from typing import Any
 from harness import run_store
 from harness.spec import TestSpec
 from harness.steps import FaultStep, RunContext, Sleep, StepError, Write
-from harness.sut import CHECKPOINTS, EVENTS, INSPECT, PROCESS
+from harness.sut import CHECKPOINTS, EVENTS, INSPECT, PROCESS, capabilities_of
 from nemesis.fault import NodesRequest
 from scenarios import conditions, results, roles
 from scenarios.script import Scenario, Step, bound_ms, hosts_layout
@@ -159,7 +159,7 @@ class ScenarioProgram:
 
     def findings(self, ctx: RunContext | None, error: str | None) -> dict:
         events = []
-        if ctx is not None and ctx.system.has(EVENTS):
+        if ctx is not None and capabilities_of(ctx.db).has(EVENTS):
             for node in ctx.plan.nodes:
                 events += ctx.db.inspector.events(run_store.node_dir(ctx.store, node), node)
         record = {"aliases": dict(ctx.aliases) if ctx else {}, "steps": ctx.step_log if ctx else [],
@@ -171,12 +171,14 @@ class ScenarioProgram:
     # -- observing -----------------------------------------------------------
     def client(self):
         if self._client is None:
-            self._client = self.ctx.db.client(1.0)
+            # 2 s: a broker on a loaded machine may take over a second to answer, and the
+            # freshest view needs a majority of the brokers' answers (Kafka: issue 42)
+            self._client = self.ctx.db.client(2.0)
         return self._client
 
     async def metadata(self) -> dict[int, dict] | None:
         try:
-            async with asyncio.timeout(1.5):
+            async with asyncio.timeout(2.5):
                 meta = await self.client().metadata()
         except Exception:
             return None
@@ -217,9 +219,10 @@ class ScenarioProgram:
         need = cond.needs()
         db = ctx.db
         obs = conditions.Observation(aliases=dict(ctx.aliases), epoch_baseline=dict(self.epoch_baseline))
-        if ctx.system.has(PROCESS) and (PROCESS in need or INSPECT in need):  # one look at the processes (a remote command per host on ssh/docker)
+        capabilities = capabilities_of(db)
+        if capabilities.has(PROCESS) and (PROCESS in need or INSPECT in need):  # one look at the processes (a remote command per host on ssh/docker)
             obs.up = await asyncio.to_thread(lambda: {n: db.process.running(n) for n in ctx.plan.hosts})
-        if ctx.system.has(INSPECT):
+        if capabilities.has(INSPECT):
             states = await asyncio.gather(*(db.inspector.state(n) if obs.up.get(n, True) else _none()
                                             for n in nodes))
             obs.states = {n: {k: s.as_json() for k, s in st.items()} for n, st in zip(nodes, states) if st is not None}

@@ -105,13 +105,13 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_sessionfinish(session, exitstatus):
     """Every results.json the suite wrote holds the log and linearizability verdicts to one
-    rule (tests/checkers/test_linearizability.py): a lost or divergent acknowledged write is
+    rule (tests/checkers/verdict_rule.py): a lost or divergent acknowledged write is
     not linearizable, and a history the log checker passes is. A disagreement fails the run."""
     try:
         base = session.config._tmp_path_factory.getbasetemp()
     except (AttributeError, ValueError):
         return
-    from tests.checkers.test_linearizability import disagreement
+    from tests.checkers.verdict_rule import disagreement
 
     found = []
     for path in Path(base).rglob("results.json"):

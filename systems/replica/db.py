@@ -25,6 +25,7 @@ class ReplicaDb(NodeDaemons):
     def __init__(self, cluster, plan: HostPlan, shape: RunShape, options, system):
         self.system = system
         self.cluster = cluster
+        self.options = options
         self.era = options.era
         self.controller = plan.roles["controller"]
         self.store = plan.roles.get("store")        # tiered storage's object store host, if any
