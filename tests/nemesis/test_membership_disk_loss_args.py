@@ -24,7 +24,15 @@ def test_nats_refuses_in_one_line(fault):
 @pytest.mark.parametrize("system", ["replica", "kafka"])
 @pytest.mark.parametrize("fault", ["disk-loss", "membership"])
 def test_the_replica_and_kafka_take_them(system, fault):
-    registry.system(system).require_fault(registry.fault(fault))
+    sut = registry.system(system)
+    sut.capabilities_in(sut.default_settings(3), sut.parse_options({})).require_fault(registry.fault(fault))
+
+
+def test_kafka_before_2_4_refuses_membership_in_one_line():
+    with pytest.raises(ValidationError) as e:
+        harness_spec.TestSpec(system="kafka", system_options={"version": "0.11.0.3"}, nemesis=["membership"])
+    text = str(e.value.errors()[0]["msg"])
+    assert "fault membership" in text and "KIP-455" in text and "\n" not in text
 
 
 def test_membership_step_arguments():
