@@ -59,7 +59,8 @@ BUILTINS: dict[str, dict[str, str]] = {
     FAULTS: {"kill": "nemesis.kill:KILL", "pause": "nemesis.pause:PAUSE_FAULT",
              "partition": "nemesis.partition:PARTITION", "power": "nemesis.power:POWER",
              "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",
-             "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE"},
+             "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE",
+             "disk-loss": "nemesis.disk_loss:DISK_LOSS", "membership": "nemesis.membership:MEMBERSHIP_FAULT"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
                "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER",
                "scenario": "scenarios.results:CHECKER"},
@@ -203,8 +204,8 @@ def _verify_system_parts(name: str, system: Any) -> None:
     """`capabilities_for` names known capabilities (with the default settings and options), and
     the classes of `parts()` follow the Protocols of harness.sut: the DB and client always, each
     capability's object when the system has it by default, and any other class it declares."""
-    from harness.sut import (CAPABILITIES, META_GROUP, PART_OF, PART_PROTOCOLS, TRANSACTIONS, MetaGroup, Parts,
-                             Transactional)
+    from harness.sut import (CAPABILITIES, META_GROUP, PART_OF, PART_PROTOCOLS, TRANSACTIONS, WIPE, MetaGroup, Parts,
+                             Transactional, Wipeable)
 
     try:
         declared = system.capabilities_for(system.default_settings(3), system.parse_options({}))
@@ -238,6 +239,8 @@ def _verify_system_parts(name: str, system: Any) -> None:
         _conforms(name, parts.inspector, MetaGroup)
     if TRANSACTIONS in has:
         _conforms(name, parts.db, Transactional)
+    if WIPE in has:
+        _conforms(name, parts.db, Wipeable)
 
 
 def protocol_methods(protocol: type) -> dict[str, Any]:

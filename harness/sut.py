@@ -55,8 +55,10 @@ REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (
 # DB.queue_client(request_timeout, name, group, txn) -> QueueClient: transactional producers and consumer
 # groups (the `queue` workload, workloads/queue.py); `name` is unique per process (a transactional id)
 TRANSACTIONS = "transactions"
+WIPE = "wipe"                # DB.wipe: a stopped node's disk replaced by an empty one, prepared as the system needs
+MEMBERSHIP = "membership"    # DB.membership: move a key's replicas to other nodes (and unregister a stopped node)
 CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP,
-                REMOTE_TIER, TRANSACTIONS)
+                REMOTE_TIER, TRANSACTIONS, WIPE, MEMBERSHIP)
 
 
 class Unsupported(RuntimeError):
@@ -351,6 +353,32 @@ class RemoteTier(Protocol):
         changed; Unsupported (one line) where the system cannot slow its store."""
 
 
+@runtime_checkable
+class Membership(Protocol):
+    """MEMBERSHIP: the operators' membership changes (blocking calls; run them in a thread)."""
+
+    def replicas(self) -> dict[int, list[str]]:
+        """Every key's assigned replicas (node names) in preference order, as the authority says now."""
+
+    def reassign(self, key: int, nodes: list[str]) -> dict:
+        """Move the key's replicas to `nodes` (in this order); returns once the system accepted the
+        move (it completes in the background: new replicas catch up, then the old ones go) -> what
+        the system answered. A refusal raises RuntimeError (one line)."""
+
+    # optional: def unregister(self, node) -> str   remove a stopped node from the cluster's members
+    # (Kafka KRaft's UnregisterBroker); a system without it retires a node by stopping it
+
+
+@runtime_checkable
+class Wipeable(Protocol):
+    """WIPE, on the DB itself."""
+
+    def wipe(self, node: str) -> dict:
+        """The node's process is down: replace its data directory by an empty one, as a replaced disk
+        would be, prepared the way the system needs to start on it (Kafka KRaft: formatted again with
+        the run's cluster id); the same node id. -> what was done (the history op's value)."""
+
+
 # -- the system on a cluster ---------------------------------------------------
 @runtime_checkable
 class DB(Protocol):
@@ -445,14 +473,16 @@ class Parts:
     inspector: type | None = None     # Inspector (and MetaGroup with META_GROUP): db.inspector
     remote_tier: type | None = None   # RemoteTier: db.remote_tier (REMOTE_TIER)
     queue_client: type | None = None  # QueueClient: what db.queue_client() returns (TRANSACTIONS; the DB is Transactional)
+    membership: type | None = None    # Membership: db.membership (MEMBERSHIP; WIPE: the DB is Wipeable)
 
 
 # Which Parts field hands out each capability's object, and its Protocol (what registration checks).
 PART_PROTOCOLS = {"db": DB, "client": LogClient, "process": Process, "pausable": Pausable, "inspector": Inspector,
-                  "remote_tier": RemoteTier, "queue_client": QueueClient}
+                  "remote_tier": RemoteTier, "queue_client": QueueClient, "membership": Membership}
 PART_OF = {PROCESS: "process", PAUSE: "pausable", INSPECT: "inspector", DUMP: "inspector",
            CHECKPOINTS: "inspector", EVENTS: "inspector", OFFSETS: "inspector", META_GROUP: "inspector",
-           REMOTE_TIER: "remote_tier", CLOCK: "db", DATA_FILES: "db", TRANSACTIONS: "queue_client"}
+           REMOTE_TIER: "remote_tier", CLOCK: "db", DATA_FILES: "db", TRANSACTIONS: "queue_client",
+           WIPE: "db", MEMBERSHIP: "membership"}
 
 
 @dataclass(frozen=True)

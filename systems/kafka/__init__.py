@@ -41,7 +41,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         TRANSACTIONS, Parts, System, SystemOptions)
+                         MEMBERSHIP, TRANSACTIONS, WIPE, Parts, System, SystemOptions)
 
 CONTROLLER = "ctl"
 ZOOKEEPER = "zk"
@@ -110,6 +110,9 @@ def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
         "tiered storage is off in this run: turn it on with --option tiered=true (Kafka 4.x), "
         "or the topic setting remote.storage.enable: true",
         TRANSACTIONS: NO_TRANSACTIONS.format(version=options.version) if options.version.startswith("0.10.") else None,
+        WIPE: None,
+        MEMBERSHIP: None if options.version not in ("0.10.2.2", "0.11.0.3") else
+        f"Kafka {options.version} has no AlterPartitionReassignments (KIP-455, Kafka 2.4): use 2.8.2 or 4.x",
     }
 
 
@@ -117,11 +120,12 @@ def parts() -> Parts:
     from systems.kafka.client import KafkaLogClient
     from systems.kafka.db import KafkaDb
     from systems.kafka.inspector import KafkaInspector
+    from systems.kafka.membership import KafkaMembership
     from systems.kafka.queue import KafkaQueueClient
     from systems.kafka.tiered import KafkaRemoteTier
 
     return Parts(db=KafkaDb, client=KafkaLogClient, process=KafkaDb, pausable=KafkaDb, inspector=KafkaInspector,
-                 remote_tier=KafkaRemoteTier, queue_client=KafkaQueueClient)
+                 remote_tier=KafkaRemoteTier, queue_client=KafkaQueueClient, membership=KafkaMembership)
 
 
 def check_settings(settings: dict, options: KafkaOptions) -> None:

@@ -22,7 +22,8 @@ the copies. Not available (`capabilities_for` below says why), so refused at
 validation: persisted high watermarks (checkpoints), scenario conditions on
 LEO/HW, and clock faults.
 Faults: kill, pause, partition, packet, and on the data directory (which
-holds JetStream's files only) power and corrupt.
+holds JetStream's files only) power and corrupt; disk-loss and membership
+are refused (capabilities_for says why).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from typing import Literal
 from pydantic import field_validator, model_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, META_GROUP, OFFSETS, PAUSE, PROCESS,
-                         REMOTE_TIER, TRANSACTIONS, Parts, System, SystemOptions)
+                         MEMBERSHIP, REMOTE_TIER, TRANSACTIONS, WIPE, Parts, System, SystemOptions)
 
 STORAGE = ("file", "memory")
 MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there is no replica to read back "
@@ -98,6 +99,9 @@ def capabilities_for(settings: dict, options: NatsOptions) -> dict:
         REMOTE_TIER: "JetStream has no tiered storage",
         TRANSACTIONS: "JetStream has no transactions spanning subjects and no consumer offsets committed "
                       "inside one (the queue workload's exactly-once processing)",
+        WIPE: "not built for nats-server: a server whose JetStream store is emptied comes back under the same "
+              "server name and Raft peer id, which its stream groups do not expect to have lost its log",
+        MEMBERSHIP: "not built for nats-server: its peer removal and stream placement moves are not driven here",
     }
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from replica.protocol import ERAS
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         TRANSACTIONS, Parts, System, SystemOptions)
+                         MEMBERSHIP, TRANSACTIONS, WIPE, Parts, System, SystemOptions)
 
 CONTROLLER = "ctl"
 STORE = "store"          # tiered storage's object store (replica.remote_store), when enabled
@@ -34,7 +34,7 @@ class ReplicaOptions(SystemOptions):
 def capabilities_for(settings: dict, options: ReplicaOptions) -> dict:
     """Everything, in every era; a remote tier only with tiered storage on."""
     return {PROCESS: None, PAUSE: None, INSPECT: None, DUMP: None, CHECKPOINTS: None, EVENTS: None, CLOCK: None,
-            DATA_FILES: None, OFFSETS: None,
+            DATA_FILES: None, OFFSETS: None, WIPE: None, MEMBERSHIP: None,
             REMOTE_TIER: None if tiered(settings) else "tiered storage is off in this run: turn it on with "
                                                        "--set remote.storage.enable=true",
             TRANSACTIONS: "the replica has no transactions and no consumer groups (Kafka's protocol before 0.11)"}
@@ -44,10 +44,11 @@ def parts() -> Parts:
     from systems.replica.client import ReplicaLogClient
     from systems.replica.db import ReplicaDb
     from systems.replica.inspector import ReplicaInspector
+    from systems.replica.membership import ReplicaMembership
     from systems.replica.remote_tier import ReplicaRemoteTier
 
     return Parts(db=ReplicaDb, client=ReplicaLogClient, process=ReplicaDb, pausable=ReplicaDb,
-                 inspector=ReplicaInspector, remote_tier=ReplicaRemoteTier)
+                 inspector=ReplicaInspector, remote_tier=ReplicaRemoteTier, membership=ReplicaMembership)
 
 
 def check_settings(settings: dict, options: ReplicaOptions) -> None:
