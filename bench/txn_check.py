@@ -4,8 +4,8 @@
         [--dir bench/out/txn] [--inject 1] [--seed 0] [--scc]
 
 Per size (transactions): the history (`bench.engines.txn_synthetic`, every txn anomaly
-injected `inject` times) is written to Parquet once (`txn_synthetic.write_parquet`:
-straight from the generator, not timed as checking). Then
+injected `inject` times) is written to Parquet once (`txn_synthetic.write_tables`:
+numpy arrays straight to Parquet, not timed as checking). Then
 - Spark (`local[2]` unless CHECKERS_SPARK_MASTER; heap: CHECKERS_SPARK_DRIVER_MEMORY):
   the txn checker alone (`check_runs(names={"txn"})`), beside a baseline job that reads
   every column of every table of the run, and the log checker on the same tables;
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.engines.measure import gib, jvm_peak_rss, python_peak_rss, read_everything  # noqa: E402
 from bench.engines.synthetic import load_flat  # noqa: E402
-from bench.engines.txn_synthetic import INJECTED, write_parquet  # noqa: E402
+from bench.engines.txn_synthetic import INJECTED, write_tables  # noqa: E402
 from history.parquet import SCHEMAS  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def prepare(run_dir: str, txns: int, inject: int, seed: int) -> float:
     if os.path.exists(done):
         return 0.0
     started = time.perf_counter()
-    write_parquet(run_dir, f"txns-{txns}", txns, seed=seed, inject=inject)
+    write_tables(run_dir, f"txns-{txns}", txns, seed=seed, inject=inject)
     seconds = time.perf_counter() - started
     Path(done).write_text(json.dumps({"txns": txns, "inject": inject, "seed": seed}))
     return seconds
