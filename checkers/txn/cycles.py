@@ -86,6 +86,8 @@ def search(graph: Graph, cap: float = CAP_S, tries: int = MAX_TRIES) -> Found:
         top_kinds = KINDS[names[-1]][0]
         top = _labels(n, src, dst, kind, top_kinds)
         sizes = np.bincount(top[:n], minlength=top.max() + 1) if n else np.zeros(0, dtype=np.int64)
+        if not len(sizes) or sizes.max() < 2:  # no component of two transactions: no cycle of the family
+            continue
         budget: dict[int, float] = {}
         expired: set[int] = set()
         done: set[int] = set()  # components with a cycle of an earlier kind of the family
