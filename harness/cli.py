@@ -230,8 +230,8 @@ def run(
     workload: Optional[str] = typer.Option(None, help=f"the workload: {_registered_names('replog.workloads')} "
                                            f"(default log; docs/workloads.md)", callback=registered("replog.workloads")),
     workload_option: List[str] = typer.Option([], "--workload-option",
-                                              help="a workload option key=value, repeatable (queue: txn, "
-                                                   "consumer, abort_p, max_txn_len)"),
+                                              help="a workload option key=value, repeatable (each workload's options and their "
+                                                   "defaults: docs/reference/faults.md)"),
     nemesis: Optional[str] = typer.Option(None, help=f"comma list of faults: {_registered_names('replog.faults')} "
                                           f"(default none; docs/reference/faults.md says which systems support each)"),
     nemesis_interval: Optional[float] = typer.Option(None, help="seconds per fault and between faults (default 10)"),
@@ -435,6 +435,8 @@ def bench(
     inject: int = typer.Option(1, help="anomalies of each type injected per size"),
     seed: int = typer.Option(0, help="seed of the generator"),
     repeat: int = typer.Option(1, help="checks per size in one session; the last is reported (2: warm)"),
+    profile: bool = typer.Option(True, "--profile/--no-profile",
+                                 help="keep each path's top cProfile entries in the JSON (profile_top)"),
     from_jsonl: str = typer.Option("", "--from-jsonl",
                                    help="also from a history.jsonl of these many lines (comma list): convert, check, end to end"),
 ):
@@ -448,10 +450,11 @@ def bench(
             fail(f"{option} {text!r}: give whole numbers separated by commas, e.g. 1000000,10000000")
     try:
         res = run_bench(sizes=size_list, keys=keys, out_dir=str(out), master=master,
-                        local_max_ops=local_max_ops, inject=inject, seed=seed, repeat=repeat)
+                        local_max_ops=local_max_ops, inject=inject, seed=seed, repeat=repeat,
+                        profile=profile)
         if jsonl_list:
             res["from_jsonl"] = run_jsonl_bench(jsonl_list, keys=keys, out_dir=str(out),
-                                                master=master, inject=inject, seed=seed)
+                                                master=master, inject=inject, seed=seed, profile=profile)
     except ValueError as e:
         fail(str(e))
     typer.echo(json.dumps(res, indent=2, default=str))

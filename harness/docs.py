@@ -135,8 +135,11 @@ def faults_page() -> str:
                       table(["system", "what it is", "variants", "variant option", "options (`--option k=v`: default)",
                              "role hosts", "capabilities"], system_rows),
                       "## Workloads and checkers\n",
-                      table(["workload", "what it does"],
-                            [[f"`{w.name}`", w.description]
+                      table(["workload", "what it does", "options (`--workload-option k=v`: default)", "needs"],
+                            [[f"`{w.name}`", w.description,
+                              ", ".join(f"`{n}`: `{f.default}`" for n, f in w.options.model_fields.items())
+                              if w.options is not None else "(none)",
+                              ", ".join(f"`{n}`" for n in sorted(w.needs)) or "(none)"]
                              for w in registry.load_all(registry.WORKLOADS).values()]),
                       table(["checker", "what it finds"],
                             [[f"`{c.name}`", c.description]

@@ -64,13 +64,22 @@ def first_times(store_dir, results: dict) -> dict:
     return results
 
 
+def workload_counts(store_dir, results: dict) -> dict:
+    """results.json's `workload_counts`: what the workload counted as it ran (test.json's
+    `final_reads.counts`; the queue workload: committed, aborted, indefinite, rebalances)."""
+    counts = ((run_store.read_json(Path(store_dir) / run_store.TEST) or {}).get("final_reads") or {}).get("counts")
+    if isinstance(counts, dict):
+        results["workload_counts"] = counts
+    return results
+
+
 def check_store(store_dir: Path, engine: str = "local", master: str | None = None,
                 findings: dict | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
     from checkers import check_store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
-    results = first_times(store_dir, _judged(store_dir, checked, findings))
+    results = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked, findings)))
     run_store.write_results(store_dir, results)
     return results
 
@@ -84,7 +93,7 @@ def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: boo
         if not Path(store_dir).is_dir():
             out[store_dir] = checked
             continue
-        out[store_dir] = first_times(store_dir, _judged(store_dir, checked, None))
+        out[store_dir] = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked, None)))
         run_store.write_results(store_dir, out[store_dir])
     return out
 

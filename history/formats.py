@@ -16,9 +16,11 @@ JSON is what a harness killed mid-write leaves; it is skipped with a warning
 
 JSONL can also be streamed: :func:`iter_jsonl` yields the ops one at a time
 (for 10M-op histories headed for Parquet) and says afterwards whether it
-skipped a cut-off last line; :func:`read_history` is its list.  EDN is parsed
-with the ``edn_format`` package; a small bracket scanner only finds where each
-top-level op starts, so errors can name a line.
+skipped a cut-off last line; :func:`read_history` is its list.  EDN: Jepsen's
+flat op maps are rewritten into JSON over the file's bytes and decoded by
+orjson (:func:`_fast_edn`); everything else is parsed with the ``edn_format``
+package, and a small bracket scanner finds where each top-level op starts, so
+errors can name a line.
 """
 from __future__ import annotations
 
@@ -350,94 +352,175 @@ def _parse_edn(source: str, where: str) -> Any:
 # Jepsen's flat op maps, the fast path. A history that is a sequence (or one
 # vector or list) of op maps whose values are numbers, nil, booleans,
 # keywords, one-line strings (escapes \" \\ \n \t \r), and vectors or lists of those
-# is rewritten into JSON by a few regular-expression passes (C speed) and
-# decoded by orjson. Hand-written rather than a library because it is what
-# makes reading Jepsen histories cheap: measured on the Knossos corpus (122
-# files, 48,500 ops) it reads in ~0.1 s what edn_format reads in ~4 s, with
-# equal results on every file (a test). Anything else -- sets, tags, nested
-# maps, symbols, characters, ratios, N/M numbers, escapes -- is refused up
-# front or makes the JSON invalid, and edn_format reads the file.
-_EDN_STRING = re.compile(r'"(?:[^"\\\n\x00]|\\["\\ntr])*"')  # EDN escapes JSON shares
-_EDN_COMMENT = re.compile(r";[^\n]*")
-_EDN_KEYWORD = re.compile(r":([A-Za-z*+!_?<>=.\-][A-Za-z0-9*+!_?<>=.\-]*)(?=[,\]])")
-_EDN_NIL = re.compile(r"(?<=[,\[])nil(?=[,\]])")
-_EDN_SEPARATORS = str.maketrans("(){},", "[][] ")
+# is rewritten into JSON by a few whole-buffer passes over its bytes (regular
+# expressions, bytes.translate/split/join/replace: C speed, no Python call per
+# token) and decoded by orjson. The map keys become JSON object keys when the
+# history's key names are never used as values (they are not in Jepsen's op
+# maps): orjson then builds the dicts itself; JSON's grammar (a key needs its
+# colon, a value may not have one) makes any other use of those names invalid
+# JSON, and the second rewrite (every map a JSON array of key, value, ...)
+# reads it instead.
+# Hand-written rather than a library because it is what makes reading Jepsen
+# histories cheap: PyPI's EDN readers (edn_format, the best kept) are pure
+# Python; measured on the Knossos corpus (122 files, 48,500 ops;
+# bench/knossos_read_check.py) this reads in ~0.07 CPU-s what edn_format
+# reads in ~6 CPU-s (and the former regex-over-str version of this path in
+# ~0.29), with equal results on every file (a test). Anything else -- sets,
+# tags, nested maps, symbols, characters, ratios, N/M numbers, escapes -- is
+# refused up front or makes the JSON invalid, and edn_format reads the file.
+_EDN_STRING = re.compile(rb'"(?:[^"\\\n\x00]|\\["\\ntr])*"')  # EDN escapes JSON shares
+_EDN_COMMENT = re.compile(rb";[^\n]*")
+_EDN_KEYWORD = re.compile(rb":([A-Za-z*+!_?<>=.\-][A-Za-z0-9*+!_?<>=.\-]*)(?=[,\]}])")
+_EDN_NIL = re.compile(rb"(?<=[,\[{])nil(?=[,\]}])")
+# ( ) become [ ]; commas and whitespace become spaces (bytes.split drops them)
+_EDN_SEPARATORS = bytes.maketrans(b"(),\t\r\n\f\v", b"[]      ")
+_EDN_ARRAY_MAPS = bytes.maketrans(b"{}", b"[]")
+_OP_TYPE_SET = frozenset(OP_TYPES)
+_SAMPLE_MAPS = 64  # ops whose keys decide whether map keys become JSON object keys
 
 
-def _fast_edn(text: str) -> list[dict] | None:
+def _fast_edn(text: str | bytes) -> list[dict] | None:
     """The ops of a flat Jepsen history, or None when the fast path does not apply."""
-    if "\x00" in text:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if b"\x00" in data:
         return None
-    strings = _EDN_STRING.findall(text)
-    code = _EDN_STRING.sub("\x00", text)
-    if '"' in code or "#" in code or "\\" in code:  # escapes, sets, tags, characters
+    strings = _EDN_STRING.findall(data)
+    code = _EDN_STRING.sub(b"\x00", data) if strings else data
+    if b'"' in code or b"#" in code or b"\\" in code:  # escapes, sets, tags, characters
         return None
-    if ";" in code:
-        code = _EDN_COMMENT.sub("", code)
-    maps = code.count("{")
-    head = code.lstrip(" \t\r\n,")[:1]
-    # Whitespace and commas between tokens become one comma (str.split is C speed),
-    # so every token ends at a comma or a closing bracket.
-    code = "[" + ",".join(code.translate(_EDN_SEPARATORS).split()) + "]"
-    code = code.replace("[,", "[").replace(",]", "]")
-    # Each distinct keyword is replaced as a whole token in plain text (a template
-    # substitution costs a Python call per match). The names are found in the
-    # first few KiB (histories use a handful throughout), then in what still has
-    # a colon.
-    names: set[str] = set()
-    for sample in (code[:4096], code):
-        for name in set(_EDN_KEYWORD.findall(sample)) - names:
-            quoted = '"' + name + '"'
-            code = code.replace(":" + name + ",", quoted + ",").replace(":" + name + "]", quoted + "]")
-            names.add(name)
-        if ":" not in code:
-            break
-    else:  # a keyword the pattern does not take (namespaced, odd characters)
+    if b";" in code:
+        code = _EDN_COMMENT.sub(b"", code)
+    maps = code.count(b"{")
+    head = code.lstrip(b" \t\r\n,")[:1]
+    # Whitespace and commas between tokens become one comma (bytes.split is C
+    # speed), so every token ends at a comma or a closing bracket.
+    code = b"[" + b",".join(code.translate(_EDN_SEPARATORS).split()) + b"]"
+    for pair in (b"[,", b"{,"):
+        code = code.replace(pair, pair[:1])
+    for pair in (b",]", b",}"):
+        code = code.replace(pair, pair[1:])
+    # Every keyword :name becomes "name" in one regex pass: split() keeps the
+    # names (the group) between the pieces around them, and '"' joins them.
+    code = b'"'.join(_EDN_KEYWORD.split(code))
+    if b":" in code:  # a keyword the pattern does not take (namespaced, odd characters)
         return None
-    if any("nil" in name for name in names):
-        code = _EDN_NIL.sub("null", code)
-    else:  # a bare nil is the only "nil" left; anything else with it is invalid JSON anyway
-        code = code.replace("nil", "null")
-    if strings:  # put the string literals back: they are JSON literals as they stand
-        pieces = code.split("\x00")
-        strings.append("")
-        code = "".join([piece + string for piece, string in zip(pieces, strings)])
-    try:
-        forms = orjson.loads(code)
-    except orjson.JSONDecodeError:
+    nils = code.count(b"nil")
+    if nils and nils != sum(code.count(b + b"nil") for b in (b",", b"[", b"{")):
+        code = _EDN_NIL.sub(b"null", code)  # a keyword with nil in its name: bare nils only
+    elif nils:  # every nil is a bare nil (a delimiter before it)
+        code = code.replace(b"nil", b"null")
+    forms = _edn_json_objects(code, strings)
+    if forms is None:
+        forms = _edn_json_arrays(code, strings)
+    if forms is None:
         return None
-    if head in ("[", "("):  # one vector or list of ops
-        if len(forms) != 1:
+    if head in (b"[", b"("):  # one vector or list of ops
+        if len(forms) != 1 or type(forms[0]) is not list:
             return None
         forms = forms[0]
-    elif head != "{":
+    elif head != b"{":
         return None
     if len(forms) != maps:  # a map inside an op, or something that is not a map
         return None
-    if any(type(form) is not list or len(form) % 2 for form in forms):
-        return None
-    try:
-        ops = [dict(zip(form[::2], form[1::2])) for form in forms]
-    except TypeError:  # an unhashable key
-        return None
-    for position, op in enumerate(ops):
-        if op.get("type") not in OP_TYPES or type(op.get("f")) is not str \
-                or type(op.get("process")) not in (int, str):
-            return None  # a bad op: the slow path says where
+    if {type(form) for form in forms} - {dict} \
+            or {op.get("type") for op in forms} - _OP_TYPE_SET \
+            or {type(op.get("f")) for op in forms} - {str} \
+            or {type(op.get("process")) for op in forms} - {int, str}:
+        return None  # not all ops, or a bad op: the slow path says where
+    for op in forms:
         if "value" not in op:
             op["value"] = None
+    for position, op in enumerate(forms):
         if "index" not in op:
             op["index"] = position
-    return ops
+    return forms
+
+
+def _with_strings(code: bytes, strings: list[bytes]) -> bytes:
+    """Put the string literals back: they are JSON literals as they stand."""
+    if not strings:
+        return code
+    pieces = code.split(b"\x00")
+    return b"".join([piece + string for piece, string in zip(pieces, strings + [b""])])
+
+
+def _edn_json_objects(code: bytes, strings: list[bytes]) -> list | None:
+    """Maps as JSON objects: the first ops' keys (names never used as values there)
+    get a colon instead of their comma everywhere; None when that does not make
+    valid JSON. (A key that was an EDN string, not a keyword, is still a string
+    placeholder at this point: its map stays invalid JSON and goes the other way.)"""
+    cut = 0
+    for _ in range(_SAMPLE_MAPS):
+        found = code.find(b"}", cut) + 1
+        if not found:  # fewer ops than that: all of them
+            cut = len(code)
+            break
+        cut = found
+    prefix = code[:cut]
+    if prefix.count(b"{") != prefix.count(b"}"):  # cut inside a map
+        return None
+    prefix += b"]" * (prefix.count(b"[") - prefix.count(b"]"))
+    sample = _edn_json_arrays(prefix, strings[:prefix.count(b"\x00")])
+    if not sample:
+        return None
+    if len(sample) == 1 and type(sample[0]) is list:  # one vector of ops
+        sample = sample[0]
+    keys: set[str] = set()
+    values: set[str] = set()
+    for form in sample:
+        if type(form) is not dict:
+            return None
+        keys.update(form)
+        values.update(v for v in form.values() if type(v) is str)
+    if not all(type(k) is str for k in keys) or keys & values:
+        return None
+    for key in keys:
+        quoted = b'"' + key.encode() + b'"'
+        code = code.replace(quoted + b",", quoted + b":")
+    try:
+        return orjson.loads(_with_strings(code, strings))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _edn_json_arrays(code: bytes, strings: list[bytes]) -> list | None:
+    """Maps as JSON arrays of key, value, ... turned into dicts; None when not JSON."""
+    try:
+        forms = orjson.loads(_with_strings(code.translate(_EDN_ARRAY_MAPS), strings))
+    except orjson.JSONDecodeError:
+        return None
+    out = []
+    for form in forms:
+        if type(form) is list and form and type(form[0]) is list:  # one vector of ops
+            form = [_pairs(op) for op in form]
+            if any(op is None for op in form):
+                return None
+            out.append(form)
+            continue
+        op = _pairs(form)
+        if op is None:
+            return None
+        out.append(op)
+    return out
+
+
+def _pairs(form: Any) -> dict | None:
+    if type(form) is not list or len(form) % 2:
+        return None
+    pairs = iter(form)
+    try:
+        return dict(zip(pairs, pairs))
+    except TypeError:  # an unhashable key
+        return None
 
 
 def _read_edn(path: str) -> list[dict]:
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
-    fast = _fast_edn(text)
+    with open(path, "rb") as handle:
+        data = handle.read()
+    fast = _fast_edn(data)
     if fast is not None:
         return fast
-    return _read_edn_slow(path, text)
+    return _read_edn_slow(path, data.decode("utf-8"))
 
 
 def _read_edn_slow(path: str, text: str) -> list[dict]:

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 # test.json fields the summary shows (or that say nothing a reader needs twice)
-SHOWN = {"name", "system", "variant", "era", "system_options", "workload", "backend", "subnet", "backend_options",
+SHOWN = {"name", "system", "variant", "era", "system_options", "workload", "workload_options", "backend", "subnet", "backend_options",
          "nodes", "nemesis", "nemesis_mode", "nemesis_interval", "seed", "time_limit", "recovery_timeout", "keys",
          "concurrency", "rate", "acks", "replication_factor", "settings", "run_id", "start"}
 
@@ -67,6 +67,8 @@ def summary(test: dict, scenario: str | None = None) -> list[tuple[str, str]]:
     workload = test.get("workload") or "log"
     if isinstance(workload, dict):
         workload = workload.get("name") or "?"
+    if test.get("workload_options"):
+        workload = f"{workload} ({_pairs(test['workload_options'])})"
     rows = [
         ("system", f"{system}" + (f", variant {variant}" if variant else "")),
         ("system options", _pairs(options)),

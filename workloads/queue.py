@@ -45,6 +45,7 @@ from harness.steps import StepError
 from harness.sut import TRANSACTIONS, DefiniteError, Fenced
 from workloads.log import LogWorkload, WorkloadConfig, _err
 
+READY_S = 120.0     # s: how long the system may take to serve transactions and groups at first
 REASSIGN_P = 0.05   # consumer=assign: the chance per op that a process assigns itself new keys
 
 
@@ -78,7 +79,7 @@ class QueueWorkload(LogWorkload):
         await super().setup(timeout)
         client = self.queue_client(self.new_process())
         try:
-            await client.ready(max(30.0, timeout - (time.monotonic() - start)))
+            await client.ready(READY_S)
         finally:
             await client.close()
         self.log(f"transactions and consumer groups served after {time.monotonic() - start:.1f}s")
@@ -237,7 +238,7 @@ class QueueWorkload(LogWorkload):
                 keys[str(key)] = {"complete": done and stable[key], "read_to": pos,
                                   "why": why if done else f"{why}; reads did not reach the end"}
             return {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys,
-                    "queue": dict(self.counts)}
+                    "counts": dict(self.counts)}
         finally:
             await reader.close()
             await client.close()

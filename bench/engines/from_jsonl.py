@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from bench.engines.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 
 
@@ -44,17 +44,17 @@ def _step(seconds: float, baseline: float, **more) -> dict:
 
 def run_jsonl_bench(sizes, keys: int = 1000, out_dir: str = "bench/out",
                     master: str | None = None, inject: int = 1, seed: int = 0,
-                    progress=None) -> list[dict]:
+                    progress=None, profile: bool = True) -> list[dict]:
     """`run_from_jsonl` for each size, in one Spark session."""
     from checkers.spark.session import spark_session
 
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     spark = spark_session(master)
-    return [run_from_jsonl(spark, n, keys, out_dir, inject, seed, progress) for n in sorted(sizes)]
+    return [run_from_jsonl(spark, n, keys, out_dir, inject, seed, progress, profile) for n in sorted(sizes)]
 
 
 def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: int,
-                   progress) -> dict:
+                   progress, profile: bool = True) -> dict:
     """Generate (or reuse) a history.jsonl of `ops` lines; time convert, check, end to end."""
     from bench.engines.jsonl_history import generate_jsonl
     from history.formats import iter_jsonl
@@ -73,8 +73,10 @@ def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: 
     t0 = time.perf_counter()
     lines = read_lines(path)
     read_s = time.perf_counter() - t0
+    profiles: dict = {}
     t0 = time.perf_counter()
-    stats = write_parquet(run_dir, run, iter_jsonl(path), {})
+    with profiled(profiles, "convert", profile):
+        stats = write_parquet(run_dir, run, iter_jsonl(path), {})
     convert_s = time.perf_counter() - t0
     progress(f"converted {lines:,} lines in {convert_s:.1f}s (read alone {read_s:.1f}s)")
     t0 = time.perf_counter()
@@ -83,7 +85,8 @@ def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: 
     scan_s = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
     timings: dict = {}
-    found = check_runs([run_dir], [run], spark=spark, timings=timings)[run]
+    with profiled(profiles, "check_driver", profile):
+        found = check_runs([run_dir], [run], spark=spark, timings=timings)[run]
     check_s, check_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
     linear = found["linearizability"]
     report = {
@@ -98,6 +101,7 @@ def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: 
         "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
         "load_avg_1m": os.getloadavg()[0],
         "jvm_peak_gib": gib(jvm_peak_rss(spark)), "python_peak_gib": gib(python_peak_rss()),
+        "profile_top": profiles,
     }
     progress(f"from history.jsonl, {lines:,} lines: {report}")
     return report

@@ -5,7 +5,10 @@ and `bench.engines.from_jsonl` (from history.jsonl)."""
 
 from __future__ import annotations
 
+import contextlib
+import cProfile
 import os
+import pstats
 import resource
 
 
@@ -51,3 +54,42 @@ def delta(after, before):
 
 def gib(n):
     return None if n is None else round(n / 2 ** 30, 2)
+
+
+PROFILE_TOP = 12
+
+
+@contextlib.contextmanager
+def profiled(into: dict, key: str, active: bool = True, top: int = PROFILE_TOP):
+    """Profile the block with cProfile (this process only: for a Spark path, the driver's
+    side, where the waits on the JVM show as py4j socket reads) and keep its `top`
+    entries by own time in `into[key]`: what a reader of the bench's JSON needs to see
+    where a path's time goes. Inactive: nothing (the timings carry no profiler overhead)."""
+    if not active:
+        yield
+        return
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        into[key] = top_entries(profile, top)
+
+
+def top_entries(profile: cProfile.Profile, top: int = PROFILE_TOP) -> list[dict]:
+    stats = pstats.Stats(profile).stats  # (file, line, name) -> (calls, total calls, own, cumulative, callers)
+    ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
+    return [{"function": f"{_short(path)}:{line}({name})", "calls": calls,
+             "own_s": round(own, 3), "cumulative_s": round(cumulative, 3)}
+            for (path, line, name), (_, calls, own, cumulative, _) in ranked]
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", "/lib/python"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return path

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.engines.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 from history.parquet import SCHEMAS, TableWriter
 from harness.run_store import PAST_MARK
@@ -386,7 +386,7 @@ def load_flat(run_dir: str):
 
 def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "bench/out",
               master: str | None = None, local_max_ops: int = 1_000_000, inject: int = 1,
-              seed: int = 0, progress=None, repeat: int = 1) -> dict:
+              seed: int = 0, progress=None, repeat: int = 1, profile: bool = True) -> dict:
     """Generate, then time both drivers end to end; ratios against a same-run baseline.
 
     Baseline: a Spark job that reads every column of every table of the run
@@ -396,6 +396,9 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
     baseline, peak memory of the driver JVM and of this Python process, and the
     anomaly counts (which must match the injections).
     repeat: checks of each size in the same session (the last is reported: warm when > 1).
+    profile: keep each path's top cProfile entries (`profile_top`; the Spark check's is the
+    driver's side, profiled on its last repetition; the local check is pure Python, so its
+    seconds carry the profiler's overhead: pass False for bare timings).
     """
     from checkers import linearizability, log_anomalies, replica_diff
     from checkers.spark.engine import check_runs
@@ -416,12 +419,13 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
         t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
         rows = sum(read_everything(read_table(spark, [run_dir], t)) for t in SCHEMAS)
         base_s, base_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
-        checks = []
-        for _ in range(max(1, repeat)):
+        checks, profiles = [], {}
+        for attempt in range(max(1, repeat)):
             t0, c0 = time.perf_counter(), jvm_cpu_seconds(spark)
             timings: dict = {}
-            found = check_runs([run_dir], [f"ops-{ops}"], spark=spark,
-                               timings=timings)[f"ops-{ops}"]
+            with profiled(profiles, "spark_check_driver", profile and attempt == max(1, repeat) - 1):
+                found = check_runs([run_dir], [f"ops-{ops}"], spark=spark,
+                                   timings=timings)[f"ops-{ops}"]
             spark_s, spark_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
             checks.append(round(spark_s, 1))
         linear_s = found["linearizability"]["seconds"]
@@ -438,7 +442,8 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                            "linearizable": found["linearizability"]["valid"],
                            "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
                            "diff_counts": {k: v for k, v in found["replica-diff"]["counts"].items()
-                                           if v}}}
+                                           if v}},
+                 "profile_top": profiles}
         progress(f"spark {ops:,} ops: {entry['spark']}")
         report["runs"].append(entry)
     for entry in report["runs"]:
@@ -449,10 +454,12 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
         sends, reads, records, replicas, ends = load_flat(run_dir)
         base_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        log = log_anomalies.check_flat(sends, reads, ends)
-        diff = replica_diff.check_flat(records, replicas, sends)
+        with profiled(entry["profile_top"], "local_anomalies_diff", profile):
+            log = log_anomalies.check_flat(sends, reads, ends)
+            diff = replica_diff.check_flat(records, replicas, sends)
         local_s = time.perf_counter() - t0
-        linear = linearizability.check_flat(sends, reads, ends)
+        with profiled(entry["profile_top"], "local_linearizability", profile):
+            linear = linearizability.check_flat(sends, reads, ends)
         entry["local"] = {"seconds": round(local_s, 1), "baseline_s": round(base_s, 1),
                           "ratio": round(local_s / base_s, 1),
                           "linearizability_s": linear["seconds"],

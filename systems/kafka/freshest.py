@@ -7,10 +7,14 @@ be the stalest. So the harness asks every broker at once and keeps, per
 partition, the answer that knows most:
 
 1. the highest leader epoch (every election bumps it; KRaft and Metadata v7+);
-2. then the view most brokers share (a broker cut off is usually alone);
-3. then the controller broker's answer (the ZooKeeper era: Metadata v1 has no
-   leader epoch, and the controller is where leadership is decided);
+2. where no answer has an epoch (the ZooKeeper era's Metadata v1, 0.10.2 and
+   0.11), the controller broker's answer: leadership is decided there, and the
+   other brokers learn it from the controller's UpdateMetadata, later;
+3. then the view most brokers share (a broker cut off is usually alone);
 4. then the order the brokers were asked in.
+
+DescribeTopicPartitions has no partition epoch, so an ISR change without an
+election (same leader epoch) is told apart by 3 and 4 only.
 
 Each kept partition says whose view it is (`view_from`: the broker's node name).
 """
@@ -37,7 +41,9 @@ def freshest(answers: list[tuple[str, dict[int, dict]]], controller: str | None 
     for rank, (name, parts) in enumerate(answers):
         for key, p in parts.items():
             epoch = p.get("leader_epoch")
-            score = (-1 if epoch is None else epoch, votes[key][_shape(p)], name == controller, -rank)
+            from_controller = name == controller
+            score = (-1 if epoch is None else epoch, epoch is None and from_controller, votes[key][_shape(p)],
+                     from_controller, -rank)
             if key not in best or score > best[key]:
                 best[key] = score
                 out[key] = {**p, "view_from": name}

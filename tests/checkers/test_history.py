@@ -201,3 +201,22 @@ def test_a_bad_op_on_the_fast_path_still_names_its_line(tmp_path):
     path = write_text(tmp_path, "h.edn", "[{:process 0 :type :invoke :f :w}\n {:process 0 :f :w}]\n")
     with pytest.raises(HistoryError, match=r"h.edn:2: .*missing type"):
         read_history(path)
+
+
+@pytest.mark.parametrize("ops", [
+    # a key name used as a value, in the first ops and after the sample of 64 the
+    # fast path takes its key names from: the maps are read as key, value lists instead
+    ["{:process 0 :type :invoke :f :value :value :type}"] * 3,
+    ["{:process 0 :type :invoke :f :w :value 1}"] * 70 + ["{:process 0 :type :ok :f :w :value [:f nil]}"],
+    ["{:process 0 :type :invoke :f :w :value 1}"] * 70 + ["{:process 0 :type :ok :f :w :value :time :time 3}"],
+    # a key that first appears after the sample, a string key, a keyword with nil in its name
+    ["{:process 0 :type :invoke :f :w}"] * 70 + ["{:process 0 :type :info :f :w :error :nil-ish}"],
+    ["{:process 0, \"type\" :invoke, :f :w, :value \"a\"}", "{:process 1 :type :ok :f :w :value nil}"],
+])
+def test_the_fast_path_reads_maps_whatever_their_key_names_like_edn_format(tmp_path, ops):
+    from history.formats import _fast_edn, _read_edn_slow
+
+    text = "[" + "\n ".join(ops) + "]\n"
+    path = write_text(tmp_path, "h.edn", text)
+    assert _fast_edn(text) is not None
+    assert read_history(path) == _read_edn_slow(str(path), text)

@@ -52,6 +52,8 @@ def disagreement(results_json) -> str | None:
     # and tests may put other results there).
     if not isinstance(log, dict) or not isinstance(linear, dict) or "time_limit" not in linear:
         return None
+    if linear.get("applies") is False:   # not for this history (the queue workload's transactions)
+        return None
     final = results.get("final") or (results.get("scenario") or {}).get("final") or {}
     holes = {k: v["unreadable"] for k, v in (final.get("keys") or {}).items() if v.get("unreadable")}
     try:

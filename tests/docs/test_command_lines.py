@@ -37,7 +37,7 @@ def command_lines(path: Path) -> list[tuple[int, str]]:
             fence = not fence
             continue
         if fence:
-            text = line.split(" #")[0].strip()
+            text = re.sub(r"^\$ ", "", line.split(" #")[0].strip())  # a shell prompt
             if re.match(r"(\.venv/bin/)?harness ", text):
                 found += [(number, part) for part in re.split(r" / (?=harness )", text)]
         else:
@@ -113,5 +113,5 @@ def test_a_made_up_option_or_command_fails(line, wrong, tmp_path):
     error = check(words(line))
     assert error is not None and wrong in error, error
     doc = tmp_path / "page.md"
-    doc.write_text(f"Run it:\n\n```\n{line}   # a comment\n```\n\nor `{line}` inline.\n")
-    assert [c for _, c in command_lines(doc)] == [line, line]
+    doc.write_text(f"Run it:\n\n```\n{line}   # a comment\n$ {line}\n```\n\nor `{line}` inline.\n")
+    assert [c for _, c in command_lines(doc)] == [line, line, line]

@@ -38,6 +38,18 @@ def test_help_lists_every_registered_name(command, param, group):
         assert name in text, (command, param, name, text)
 
 
+def test_help_loads_no_part():
+    """The lists come from the registries' names (entry points and built-in tables): building the
+    help imports no system, fault or workload module, so `harness --help` stays quick."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, harness.cli; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('systems', 'workloads', 'nemesis')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
 def test_run_and_scenario_share_their_common_options():
     run = {p.name: p for p in commands()["run"].params}
     scenario = {p.name: p for p in commands()["scenario"].params}

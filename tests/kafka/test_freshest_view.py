@@ -30,8 +30,11 @@ def test_the_highest_leader_epoch_wins_whoever_answered_first():
 
 def test_without_epochs_the_controller_then_the_majority_decides():
     stale, fresh = part(1, None), part(2, None, (2, 3))
-    # ZooKeeper era, Metadata v1: no leader epoch. The controller broker's view is kept ...
+    # ZooKeeper era, Metadata v1: no leader epoch. The controller broker's view is kept,
+    # even against a majority that has not heard its UpdateMetadata yet ...
     assert freshest([("n1", {0: stale}), ("zk", {0: fresh})], controller="zk")[0]["view_from"] == "zk"
+    assert freshest([("n1", {0: stale}), ("n2", {0: stale}), ("zk", {0: fresh})],
+                    controller="zk")[0]["view_from"] == "zk"
     # ... and without it, the view most brokers share.
     kept = freshest([("n1", {0: stale}), ("n2", {0: fresh}), ("n3", {0: fresh})])
     assert kept[0]["leader_id"] == 2 and kept[0]["view_from"] == "n2"

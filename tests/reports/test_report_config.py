@@ -39,6 +39,11 @@ def test_everything_else_is_in_the_raw_block():
     assert rest["faults"]["kill"]["colour"] == "#d62728"
 
 
+def test_workload_options_are_shown_with_the_workload():
+    rows = dict(config.summary({**TEST, "workload": "queue", "workload_options": {"txn": True, "consumer": "assign"}}))
+    assert rows["workload"] == "queue (txn=true, consumer=assign)"
+
+
 def test_a_scenario_run_says_its_faults_are_the_script():
     rows = dict(config.summary({**TEST, "nemesis": []}, scenario="hw-data-loss"))
     assert rows["nemesis"] == "the steps of scenario hw-data-loss"

@@ -99,3 +99,23 @@ def test_replica_diff_and_linearizability_do_not_apply_to_its_histories(tmp_path
     assert all(why.startswith("workload 'queue': ") for why in skipped.values())
     (tmp_path / "test.json").write_text(json.dumps({"system": "kafka", "workload": "log"}))
     assert not_applicable(str(tmp_path)) == {}
+
+
+def test_the_workloads_counts_reach_results_json(tmp_path):
+    """results.json repeats test.json's final_reads.counts as workload_counts."""
+    from harness import verdict
+
+    ops = [{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "txn", "value": [["send", 0, 1], ["poll"]]},
+           {"index": 1, "time": 2, "process": 0, "type": "ok", "f": "txn",
+            "value": [["send", 0, [0, 1]], ["poll", {"0": [[0, 1]]}]]},
+           {"index": 2, "time": 3, "process": "nemesis", "type": "info", "f": "final", "value": None},
+           {"index": 3, "time": 4, "process": 1, "type": "invoke", "f": "poll", "value": None},
+           {"index": 4, "time": 5, "process": 1, "type": "ok", "f": "poll", "value": {"0": [[0, 1]]}}]
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in ops))
+    counts = {"committed": 1, "aborted": 0, "indefinite": 0, "rebalances": 2}
+    (tmp_path / "test.json").write_text(json.dumps({"system": "kafka", "workload": "queue",
+                                                    "final_reads": {"complete": True, "counts": counts}}))
+    results = verdict.check_store(tmp_path)
+    assert results["workload_counts"] == counts
+    assert json.loads((tmp_path / "results.json").read_text())["workload_counts"] == counts
+    assert results["checkers"]["log"]["valid"] is True
