@@ -16,6 +16,7 @@ where the graph's integer columns fit the driver easily.
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 from pyspark.sql import DataFrame, Window
@@ -35,9 +36,11 @@ VALUE = ["rid", "k", "vid", "vtext"]
 
 
 class Parts:
-    """The DataFrames of one check (built lazily once, shared by flags and check)."""
+    """The DataFrames of one check (built once, shared by flags and check); the writers,
+    transactions and pairs that every later job reads are cached (released with the tables)."""
 
     _instances: dict[int, "Parts"] = {}
+    _lock = threading.Lock()  # flags (the main thread) and check (its own) ask at once
 
     def __init__(self, tables: Tables) -> None:
         raw_sends, raw_reads = tables.raw("sends"), tables.raw("reads")
@@ -46,7 +49,7 @@ class Parts:
         self.reads = raw_reads.select(*VALUE, "key", "value", "offset", "process",
                                       F.col("invoke_index").alias("txn"), F.col("index").alias("complete_index"))
         first = F.min(F.struct("txn", "type", "offset"))
-        self.writers = (self.sends.groupBy(*VALUE).agg(first.alias("w"), F.min("key").alias("key"),
+        self.writers = tables._cache(self.sends.groupBy(*VALUE).agg(first.alias("w"), F.min("key").alias("key"),
                                                        F.min("value").alias("value"))
                         .select(*VALUE, "key", "value", F.col("w.txn").alias("w"), F.col("w.type").alias("wtype"),
                                 F.when(F.col("w.type") == OK, F.col("w.offset")).alias("woffset")))
@@ -56,12 +59,12 @@ class Parts:
                                                "complete_index")))
         proven = (self.writers.where(F.col("wtype") == INFO).join(self.read_values, VALUE)
                   .select("rid", F.col("w").alias("txn")).distinct().withColumn("proven", F.lit(True)))
-        self.txns = (txns.groupBy("rid", "txn").agg(F.min("type").alias("type"), F.min("process").alias("process"),
+        self.txns = tables._cache(txns.groupBy("rid", "txn").agg(F.min("type").alias("type"), F.min("process").alias("process"),
                                                     F.max("complete_index").alias("complete"))
                      .join(proven, ["rid", "txn"], "left")
                      .withColumn("proven", F.coalesce(F.col("proven"), F.lit(False)))
                      .withColumn("committed", (F.col("type") == OK) | F.col("proven")))
-        self.pairs = (self.reads.select(*VALUE, "key", "value", "offset")
+        self.pairs = tables._cache(self.reads.select(*VALUE, "key", "value", "offset")
                       .unionByName(self.sends.where((F.col("type") == OK) & F.col("offset").isNotNull())
                                    .join(self.writers.select(*VALUE, "w"), VALUE)
                                    .where(F.col("txn") == F.col("w")).select(*VALUE, "key", "value", "offset"))
@@ -69,9 +72,10 @@ class Parts:
 
     @classmethod
     def of(cls, tables: Tables) -> "Parts":
-        if id(tables) not in cls._instances:
-            cls._instances = {id(tables): cls(tables)}
-        return cls._instances[id(tables)]
+        with cls._lock:
+            if id(tables) not in cls._instances:
+                cls._instances = {id(tables): cls(tables)}
+            return cls._instances[id(tables)]
 
 
 def flags(tables: Tables) -> list[DataFrame]:
