@@ -115,7 +115,9 @@ def faults_page() -> str:
             capabilities = s.capabilities_in()
             lacking = [n for n in f.needs if not capabilities.has(n)]
             why = capabilities[lacking[0]] if lacking else ""
-            row.append("yes" if not lacking else f"no: {why}" if why else "no")
+            # a reason that says how to turn the capability on: off by default, not impossible
+            off = "not by default" if "turn it on" in (why or "") else "no"
+            row.append("yes" if not lacking else f"{off}: {why}" if why else off)
         support.append(row)
     system_rows = [[f"`{s.name}`", s.description, ", ".join(f"`{v}`" for v in s.variants) or "(none)",
                     f"`{s.variant_option}`" if s.variant_option else "", _options(s),
@@ -125,7 +127,8 @@ def faults_page() -> str:
     return "\n".join([HEADER, "# Faults and systems\n",
                       "The registered faults (`--nemesis`, group `replog.faults`) and systems under test "
                       "(`--sut`, group `replog.systems`), from the registries (`harness/registry.py`). A system "
-                      "supports a fault when every capability the fault needs is among the system's; a run "
+                      "supports a fault when every capability the fault needs is among the system's in the run's "
+                      "configuration (here: its defaults, with the reason the code gives where not); a run "
                       "asking for one it does not support is refused before any host exists. A system's "
                       "capabilities depend on its settings and options (`System.capabilities_for`: tiered "
                       "storage gives a remote tier, Kafka 0.10 has no transactions); the tables show them "

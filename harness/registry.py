@@ -62,7 +62,8 @@ BUILTINS: dict[str, dict[str, str]] = {
              "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE",
              "disk-loss": "nemesis.disk_loss:DISK_LOSS", "membership": "nemesis.membership:MEMBERSHIP_FAULT"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
-               "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER"},
+               "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER",
+               "scenario": "scenarios.results:CHECKER"},
 }
 SYSTEMS_PACKAGE = "systems"  # systems/<name>/__init__.py defines SYSTEM
 

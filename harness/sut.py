@@ -146,7 +146,7 @@ class AbsentError(DefiniteError):
     connection: those are plain errors. Every system's client raises this for
     that answer and nothing else; the final phase of a run (workloads/log.py)
     takes a key whose log stays absent while the cluster is healthy as gone:
-    every acknowledged send to it is lost (checkers/absence.py)."""
+    every acknowledged send to it is lost (the `absent` column of the flat end rows, checkers/log_anomalies.py)."""
 
 
 # -- normalised state --------------------------------------------------------

@@ -19,7 +19,7 @@ for ABSENT_STABLE seconds while every other key is healthy, is settled as
 gone at once (no waiting out the recovery timeout): its final poll is
 recorded `ok` with no records and `"absent": {key: the system's answer}`,
 and the checkers count every acknowledged send to it as lost
-(checkers/absence.py).
+(the `absent` column of the flat end rows, checkers/log_anomalies.py).
 """
 from __future__ import annotations
 
