@@ -50,6 +50,8 @@ def once(files: list[Path]) -> dict:
             "baseline_edn_format_read_s": round(base_wall, 3),
             "baseline_edn_format_read_cpu_s": round(base_cpu, 3),
             "read_speedup_cpu": round(base_cpu / read_cpu, 1),
+            "read_ops_per_s": round(sum(map(len, ops)) / read_wall),
+            "read_ops_per_cpu_s": round(sum(map(len, ops)) / read_cpu),
             "load_avg_1m": round(os.getloadavg()[0], 1)}
 
 

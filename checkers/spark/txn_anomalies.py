@@ -25,7 +25,12 @@ from checkers.spark.flags import flag
 from checkers.spark.tables import Tables
 from checkers.txn.graph import FAIL, FINDINGS, INFO, OK, PROCESS, WR, WW, Graph, MAX_EXAMPLES
 
-CODE = F.when(F.col("type") == "ok", OK).when(F.col("type") == "fail", FAIL).otherwise(INFO)
+def _code():
+    """The op's type as the graph's code (a function: pyspark 4 builds a column only
+    with an active session, and this module is imported without one)."""
+    return F.when(F.col("type") == "ok", OK).when(F.col("type") == "fail", FAIL).otherwise(INFO)
+
+
 VALUE = ["rid", "k", "vid", "vtext"]
 
 
@@ -36,7 +41,7 @@ class Parts:
 
     def __init__(self, tables: Tables) -> None:
         raw_sends, raw_reads = tables.raw("sends"), tables.raw("reads")
-        self.sends = raw_sends.select(*VALUE, "key", "value", "offset", CODE.alias("type"), "process",
+        self.sends = raw_sends.select(*VALUE, "key", "value", "offset", _code().alias("type"), "process",
                                       F.col("invoke_index").alias("txn"), "complete_index")
         self.reads = raw_reads.select(*VALUE, "key", "value", "offset", "process",
                                       F.col("invoke_index").alias("txn"), F.col("index").alias("complete_index"))

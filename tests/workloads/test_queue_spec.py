@@ -48,9 +48,9 @@ def test_the_refusal_comes_from_the_capability_not_the_name():
     import dataclasses
 
     kafka = registry.system("kafka")
-    without = dataclasses.replace(kafka, name="kafka-like", capabilities=kafka.capabilities - {TRANSACTIONS},
-                                  lacks={}, lacks_with=None)
-    with_it = dataclasses.replace(kafka, name="kafka-like-txn", lacks_with=None)
+    without = dataclasses.replace(kafka, name="kafka-like", capabilities_for=lambda settings, options: {
+        **kafka.capabilities_for(settings, options), TRANSACTIONS: ""})
+    with_it = dataclasses.replace(kafka, name="kafka-like-txn")
     registry.register(registry.SYSTEMS, "kafka-like", without)
     registry.register(registry.SYSTEMS, "kafka-like-txn", with_it)
     try:
