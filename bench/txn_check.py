@@ -4,8 +4,8 @@
         [--dir bench/out/txn] [--inject 1] [--seed 0] [--scc]
 
 Per size (transactions): the history (`bench.engines.txn_synthetic`, every txn anomaly
-injected `inject` times) is written to Parquet once (`txn_synthetic.write_parquet`:
-straight from the generator, not timed as checking). Then
+injected `inject` times) is written to Parquet once (`txn_synthetic.write_tables`:
+numpy arrays straight to Parquet, not timed as checking). Then
 - Spark (`local[2]` unless CHECKERS_SPARK_MASTER; heap: CHECKERS_SPARK_DRIVER_MEMORY):
   the txn checker alone (`check_runs(names={"txn"})`), beside a baseline job that reads
   every column of every table of the run, and the log checker on the same tables;
@@ -29,9 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.engines.measure import gib, jvm_peak_rss, python_peak_rss, read_everything  # noqa: E402
+from bench.engines.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,  # noqa: E402
+                                   read_everything)
 from bench.engines.synthetic import load_flat  # noqa: E402
-from bench.engines.txn_synthetic import INJECTED, write_parquet  # noqa: E402
+from bench.engines.txn_synthetic import INJECTED, write_tables  # noqa: E402
 from history.parquet import SCHEMAS  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def prepare(run_dir: str, txns: int, inject: int, seed: int) -> float:
     if os.path.exists(done):
         return 0.0
     started = time.perf_counter()
-    write_parquet(run_dir, f"txns-{txns}", txns, seed=seed, inject=inject)
+    write_tables(run_dir, f"txns-{txns}", txns, seed=seed, inject=inject)
     seconds = time.perf_counter() - started
     Path(done).write_text(json.dumps({"txns": txns, "inject": inject, "seed": seed}))
     return seconds
@@ -120,17 +121,20 @@ def main() -> None:
         spark = spark_session()
         for entry in report["runs"]:
             run_dir, run = os.path.join(args.dir, f"txns-{entry['txns']}"), f"txns-{entry['txns']}"
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), jvm_cpu_seconds(spark)
             rows = sum(read_everything(read_table(spark, [run_dir], t)) for t in SCHEMAS)
-            base_s = time.perf_counter() - started
-            started = time.perf_counter()
+            base_s, base_cpu = time.perf_counter() - started, delta(jvm_cpu_seconds(spark), cpu)
+            started, cpu, py = time.perf_counter(), jvm_cpu_seconds(spark), time.process_time()
             txn = check_runs([run_dir], [run], spark=spark, names={"txn"})[run]["txn"]
-            txn_s = time.perf_counter() - started
-            started = time.perf_counter()
+            txn_s, txn_cpu = time.perf_counter() - started, delta(jvm_cpu_seconds(spark), cpu)
+            txn_py = time.process_time() - py
+            started, cpu = time.perf_counter(), jvm_cpu_seconds(spark)
             check_runs([run_dir], [run], spark=spark, names={"log"})
-            log_s = time.perf_counter() - started
+            log_s, log_cpu = time.perf_counter() - started, delta(jvm_cpu_seconds(spark), cpu)
             counts = {k: v for k, v in txn["counts"].items() if v}
             entry["spark"] = {"txn_s": round(txn_s, 1), "scan_baseline_s": round(base_s, 1),
+                              "txn_jvm_cpu_s": txn_cpu, "txn_driver_python_cpu_s": round(txn_py, 1),
+                              "scan_jvm_cpu_s": base_cpu, "log_jvm_cpu_s": log_cpu,
                               "log_checker_s": round(log_s, 1), "ratio_to_scan": round(txn_s / base_s, 1),
                               "ratio_to_log": round(txn_s / log_s, 2), "rows": rows, "counts": counts,
                               "injected_found": counts == expected, "transactions": txn["transactions"],
@@ -143,14 +147,16 @@ def main() -> None:
         started = time.perf_counter()
         sends, reads, _records, _replicas, ends = load_flat(run_dir)
         load_s = time.perf_counter() - started
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         log_anomalies.check_flat(sends, reads, ends)
-        log_s = time.perf_counter() - started
-        started = time.perf_counter()
+        log_s, log_cpu = time.perf_counter() - started, time.process_time() - cpu
+        started, cpu = time.perf_counter(), time.process_time()
         txn = check_flat(sends, reads, ends)
-        txn_s = time.perf_counter() - started
+        txn_s, txn_cpu = time.perf_counter() - started, time.process_time() - cpu
         counts = {k: v for k, v in txn["counts"].items() if v}
         entry["local"] = {"txn_s": round(txn_s, 1), "log_checker_s": round(log_s, 1), "load_s": round(load_s, 1),
+                          "txn_cpu_s": round(txn_cpu, 1), "log_checker_cpu_s": round(log_cpu, 1),
+                          "cpu_ratio_to_log": round(txn_cpu / log_cpu, 2),
                           "ratio_to_log": round(txn_s / log_s, 2), "counts": counts,
                           "injected_found": counts == expected,
                           "same_as_spark": ("spark" not in entry) or counts == entry["spark"]["counts"],

@@ -147,6 +147,8 @@ class Flattener:
         if f in RESET_FS and kind != "invoke":
             self._reset(process, f, kind, op)
             return [], []
+        if micro_ops.is_other_workloads(op):   # a register or list-append txn: no queue data
+            return [], []
         if f in DATA_FS and micro_ops.is_micro_ops(op):
             micro_ops.check(op)
         try:

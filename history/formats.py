@@ -565,10 +565,20 @@ def _edn_op(op: dict) -> dict:
             value = Keyword(value)
         elif key == "process" and isinstance(value, str):
             value = Keyword(value)
+        elif key == "value" and _is_micro_ops(op):
+            value = [[Keyword(mop[0]), *(_edn_value(x) for x in mop[1:])] for mop in value]
         else:
             value = _edn_value(value)
         out[Keyword(key)] = value
     return out
+
+
+def _is_micro_ops(op: dict) -> bool:
+    """A queue op whose value is Jepsen's micro-ops ([["send", k, v], ["poll", {...}]]): their
+    names go back to keywords (:send, :poll), as Jepsen's checker reads them."""
+    value = op.get("value")
+    return op.get("f") in ("txn", "send", "poll") and isinstance(value, list) and bool(value) and all(
+        isinstance(mop, list) and mop and mop[0] in ("send", "poll") for mop in value)
 
 
 def write_edn(ops: Iterable[dict], path: str | os.PathLike) -> None:

@@ -18,6 +18,10 @@ from typing import Any
 from history.formats import HistoryError
 
 MICRO_FS = ("send", "poll")
+# The micro-ops of Jepsen's other transactional workloads (registers, list-append: e.g. the
+# Knossos corpus's multi-register histories). A txn made of these is not a queue txn: it
+# is left alone (no sends, no polls), not refused.
+OTHER_FS = frozenset({"r", "w", "read", "write", "cas", "append"})
 INVOKED = '["send", key, value] or ["poll"]'
 COMPLETED = '["send", key, [offset, value]] or ["poll", {key: [[offset, value], ...]}]'
 
@@ -29,6 +33,13 @@ def is_micro_ops(op: dict) -> bool:
     value = op.get("value")
     return op.get("f") in MICRO_FS and isinstance(value, (list, tuple)) and bool(value) \
         and isinstance(value[0], (list, tuple))
+
+
+def is_other_workloads(op: dict) -> bool:
+    """Whether a txn op holds another workload's micro-ops only (see OTHER_FS)."""
+    value = op.get("value")
+    return op.get("f") == "txn" and isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(m, (list, tuple)) and m and m[0] in OTHER_FS for m in value)
 
 
 def check(op: dict) -> None:

@@ -99,3 +99,14 @@ def test_the_bench_tables_hold_what_the_flattener_makes_of_the_same_history():
     assert check_flat(sends, reads, []) == check_flat(flat[0], flat[1], [])
     counts = check_flat(sends, reads, [])["counts"]
     assert {k for k, n in counts.items() if n} == set(txn_synthetic.INJECTED)
+
+
+def test_export_writes_txn_ops_back_as_jepsen_edn(tmp_path):
+    from history.formats import write_edn
+
+    ops = read_history(path("G1c"))
+    out = tmp_path / "history.edn"
+    write_edn(ops, out)
+    text = out.read_text()
+    assert ":f :txn" in text and "[:send 1 [0 1]]" in text and "[:poll {2 [[0 2]]}]" in text
+    assert read_history(out) == ops

@@ -28,14 +28,16 @@ def test_summary_of_real_runs():
 
 def test_table_rows_per_era_and_release():
     rows = {(r["scenario"], r["era"], r["kafka"]): r for r in compare.table(STORE)}
-    assert len(rows) == 3 * 4 + 3      # the tiered pairs: the epoch era and Kafka 4.1.1 only
+    # the tiered pairs: the epoch era and Kafka 4.1.1 only; replaced-disk: hw and kip101 beside
+    # 2.8.2, epoch beside 4.1.1
+    assert len(rows) == 3 * 4 + 3 + 3
     assert rows[("tiered-fresh-follower", "epoch", "4.1.1")]["model"] == "not run"
     assert rows[("hw-data-loss", "hw", "0.10.2.2")]["real"] == "invalid 1/1"
     assert rows[("hw-data-loss", "kip101", "0.11.0.3")]["real"] == "valid 1/1"
     assert rows[("hw-data-loss", "hw", "0.10.2.2")]["model"] == "not run"
     assert rows[("hw-data-loss", "hw", "0.10.2.2")]["agree"] is None
     text = compare.render(list(rows.values()))
-    assert text.splitlines()[0].startswith("| scenario | replica era | Kafka |") and len(text.splitlines()) == 17
+    assert text.splitlines()[0].startswith("| scenario | replica era | Kafka |") and len(text.splitlines()) == 20
 
 
 def test_cli_from_store_and_unknown_name():

@@ -53,6 +53,9 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "kafka-power-coordinated": {"no-fsync": (False, ["lost-write", "lost-acknowledged"]), "fsync": (True, [])},
     # librdkafka's uncounted re-send after NOT_LEADER_OR_FOLLOWER (docs/findings/kafka.md, "Client re-sends")
     "kafka-client-resend": {"non-idempotent": (False, ["duplicate"]), "idempotent": (True, [])},
+    # KAFKA-14139, a replaced disk (issue 41): KIP-903's broker epochs in the epoch era only
+    "replaced-disk": {"hw": (False, ["lost-write"]), "kip101": (False, ["lost-write"]), "epoch": (True, [])},
+    "kafka-replaced-disk": {"2.8.2": (False, ["lost-write"]), "4.1.1": (True, [])},
     # the harness's own check: a fenced leader's stale metadata is not believed (issue 42)
     "kafka-stale-leader-view": {"4.1.1": (True, [])},
     "kafka-hw-data-loss": {**{v: (True, []) for v in ("0.11.0.3", "2.8.2", "4.0.1", "4.1.1", "4.2.1")},
@@ -112,7 +115,7 @@ def _script(steps: str, **top) -> dict:
     ("- partition: {cut: [n1]}\n", "step 1 (partition): cut takes pairs"),
     ("- partition: {cut: [n1, B]}\n", "step 1 (partition): unknown node 'B'"),
     ("- sleep: forever\n", "step 1 (sleep): takes seconds"),
-    ("- heal: now\n", "step 1 (heal): takes no arguments"),
+    ("- heal: now\n", "step 1 (heal): takes nothing (every cut) or the cuts to heal"),
     ("- {kill: n1, write: 1}\n", "step 1: needs exactly one action"),
     ("- {write: 1, as: A}\n", "step 1 (write): `as` names the node"),
     ("- wait: {until: n1 is up, measure: {name: m, since: cut}}\n", "step 1 (wait): measure.since 'cut'"),
