@@ -39,7 +39,7 @@ def draw_faults(rng: random.Random, system: str) -> list[str]:
     """A fault set for the system, from the faults its capabilities support."""
     from harness import registry
 
-    supported = set(registry.faults_for(registry.system(system)))
+    supported = set(registry.faults_for(registry.system(system).capabilities_in()))
     others = [f for f in SOME if f in supported]
     return [f for f in ALWAYS if f in supported] + rng.sample(others, min(len(others), rng.randint(1, 2)))
 

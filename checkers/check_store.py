@@ -24,8 +24,8 @@ import os
 import shutil
 import tempfile
 
-from checkers import absence, applicable, linearizability
-from checkers.checker import StoreData, merge_valid
+from checkers import applicable, linearizability
+from checkers.checker import StoreData, data_checkers, merge_valid
 from history.flatten import flatten, flatten_dumps
 from history.formats import HistoryError, iter_jsonl
 from harness import registry
@@ -49,11 +49,21 @@ def check_store(store_dir: str, engine: str = "local", master: str | None = None
     dumps, missing = read_dumps(store_dir)
     records, replicas = flatten_dumps(dumps)
     data = StoreData(sends, reads, records, replicas, dumps_complete=not missing, ends=flat.ends)
-    registered = registry.load_all(registry.CHECKERS)
-    names = applicable.for_store(store_dir, history_path(store_dir))
+    registered = data_checkers(registry.load_all(registry.CHECKERS))
+    names = [name for name in applicable.for_store(store_dir, history_path(store_dir)) if name in registered]
     checkers = {name: registered[name].check(data) for name in names}
     add_times(store_dir, checkers.get("linearizability") or {})
-    return assemble(checkers, stats, engine, truncated, missing, store_dir)
+    return judge_run(store_dir, data, assemble(checkers, stats, engine, truncated, missing, store_dir))
+
+
+def judge_run(store_dir: str, data: StoreData | None, results: dict) -> dict:
+    """The judging checkers (Checker.judge) over the other checkers' results, both engines."""
+    for checker in registry.load_all(registry.CHECKERS).values():
+        if getattr(checker, "judge", None) is not None:
+            judged = checker.judge(store_dir, data, results)
+            if judged is not None:
+                results = judged
+    return results
 
 
 def check_history_file(path: str, engine: str = "local", master: str | None = None) -> dict:
@@ -74,7 +84,7 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
         history = read_history(path)
         transactional = any(op.get("f") == applicable.TXN for op in history)
     names = applicable.names_for(None, transactional)
-    registered = {name: checker for name, checker in registry.load_all(registry.CHECKERS).items()
+    registered = {name: checker for name, checker in data_checkers(registry.load_all(registry.CHECKERS)).items()
                   if name in names}
     workload = applicable.workload_of(None, transactional)
     skipped = {name: f"workload {workload.name!r}: {why}"
@@ -116,18 +126,21 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         name = system.name
     except (OSError, ValueError, AttributeError, registry.RegistryError):
         return {}
-    lacks = {**system.lacks, **(system.lacks_with(test.get("system_options") or {}) if system.lacks_with else {})}
+    try:
+        capabilities = system.capabilities_in(test.get("settings"), test.get("system_options"))
+    except ValueError:  # options this version no longer reads: the system's defaults
+        capabilities = system.capabilities_in(test.get("settings"))
     out = {}
     try:
         workload = registry.workload(test.get("workload") or "log")
         out.update({c: f"workload {workload.name!r}: {why}" for c, why in getattr(workload, "not_checked", {}).items()})
     except registry.RegistryError:
         pass
-    for cname, checker in registry.load_all(registry.CHECKERS).items():
-        lacking = [n for n in getattr(checker, "needs", ()) if not system.has(n) or n in lacks]
+    for cname, checker in data_checkers(registry.load_all(registry.CHECKERS)).items():
+        lacking = [n for n in getattr(checker, "needs", ()) if not capabilities.has(n)]
         if lacking:
             out[cname] = (f"system {name!r} cannot give what this checker reads ({', '.join(lacking)}): "
-                          f"{lacks.get(lacking[0], 'not a capability of the system')}")
+                          f"{capabilities[lacking[0]] or 'not a capability of the system'}")
     return out
 
 
@@ -137,7 +150,6 @@ def assemble(checkers: dict, stats: dict, engine: str, truncated: bool, missing:
 
     skipped: checkers that do not apply (name -> why); default: those the store's system
     cannot feed (`not_applicable`)."""
-    absence.apply(checkers, store_dir)  # keys whose log was gone after recovery: their sends are lost
     skipped = not_applicable(store_dir) if skipped is None else skipped
     for name, why in skipped.items():
         if name in checkers:
@@ -242,12 +254,12 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     for run, (store_dir, _out, stats, truncated, missing) in prepared.items():
         add_times(store_dir, found[run].get("linearizability") or {})
         mine = {name: result for name, result in found[run].items() if name in names[run]}
-        out[store_dir] = assemble(mine, stats, "spark", truncated, missing, store_dir)
+        out[store_dir] = judge_run(store_dir, None, assemble(mine, stats, "spark", truncated, missing, store_dir))
     return out
 
 
 PARQUET_MADE = "made.json"
-PARQUET_FORMAT = 4  # bump when the tables' columns or their meaning change (4: sessions per key)
+PARQUET_FORMAT = 5  # bump when the tables' columns or their meaning change (5: ends.absent)
 
 
 def parquet_sources(store_dir: str) -> dict:

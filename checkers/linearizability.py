@@ -174,7 +174,7 @@ def flat_keys(sends: list[tuple], reads: list[tuple], ends: list[tuple]):
         by_key[key][0].append((value, offset, kind, process, inv, done))
     for key, offset, value, process, index, _pos, _session, inv, _final in reads:
         by_key[key][1].append((offset, value, process, index, inv))
-    ends_by_key = {row[0]: tuple(row[1:]) for row in ends}
+    ends_by_key = {row[0]: tuple(row[1:4]) for row in ends}
     return [(key, (by_key[key][0], by_key[key][1], ends_by_key.get(key)))
             for key in sorted(set(by_key) | set(ends_by_key))]
 

@@ -78,6 +78,17 @@ given, identical in both engines):
   (ties: the later completion). Order key, B's invoke index, B's offset (one
   op may send several values to a key).
 
+Keys whose log was gone after recovery (an end row with `absent`, see
+`history.flatten`): the final phase settles a key as gone when, with the
+cluster healthy, the system answers definitively that its log does not exist
+(harness.sut.AbsentError). A log that does not exist holds none of the key's
+acknowledged sends, so every one is `lost-write` (`absent_losses`, run by
+both engines on their summarized result): the unseen and read-then-lost ones
+of such a key move, the ones read earlier (no anomaly otherwise) are added,
+each new example names the acknowledgement and the poll that found the log
+gone (`absent`: the system's answer). The result gets `absent` (key ->
+answer) and `lost_with_absent_logs` (the sends moved or added).
+
 valid: False if any count is positive; "unknown" if the history has no ok send
 and no read (nothing was checked); True otherwise.
 """
@@ -87,7 +98,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from history.flatten import decode_value, flatten
+from history.flatten import decode_value, encode_value, flatten
 from checkers.vocabulary import of_checker
 
 ANOMALIES = of_checker("log")
@@ -117,7 +128,83 @@ def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dic
     findings.update(_lost_and_unseen(sends, reads, {row[0] for row in ends}))
     findings.update(_poll_order(sends, reads))
     findings["read-then-lost"] = _read_then_lost(sends, reads, {row[0]: row[1] for row in ends})
-    return summarize(findings, checked=bool(reads) or any(s[3] == "ok" and s[2] is not None for s in sends))
+    result = summarize(findings, checked=bool(reads) or any(s[3] == "ok" and s[2] is not None for s in sends))
+    gone = absent_ends(ends)
+    if gone:
+        absent_losses(result, gone, [s for s in sends if s[0] in gone], [r for r in reads if r[0] in gone], ends)
+    return result
+
+
+def absent_ends(ends: Iterable[tuple]) -> dict[int, tuple[str, int]]:
+    """key -> (the system's answer, index of the final poll that got it), of keys found gone."""
+    return {row[0]: (row[4], row[3]) for row in ends if len(row) > 4 and row[4] is not None}
+
+
+def absent_losses(result: dict, gone: dict[int, tuple[str, int]], sends: list[tuple],
+                  reads: list[tuple], ends: Iterable[tuple]) -> None:
+    """Count every acknowledged send to a key whose log was gone as lost-write (module
+    docstring). sends, reads, ends: the flat rows of those keys only, so the kernels'
+    own passes over them say what they counted there. In place; both engines."""
+    ends = [row for row in ends if row[0] in gone]
+    kernel = _lost_and_unseen(sends, reads, {row[0] for row in ends})
+    already = {(e[0], e[1], e[2]) for e in _lost_rows(sends, reads)}
+    read_then_lost = _read_then_lost(sends, reads, {row[0]: row[1] for row in ends})[0]
+    max_read: dict[int, int] = {}
+    for key, offset, *_ in reads:
+        max_read[key] = max(offset, max_read.get(key, offset))
+    new = sorted((key, offset, value, done) + gone[key] for key, value, offset, kind, _p, _inv, done in sends
+                 if kind == "ok" and offset is not None and (key, offset, value) not in already)
+    counts, examples = result["counts"], result["examples"]
+    counts["unseen"] -= kernel["unseen"][0]
+    counts["read-then-lost"] -= read_then_lost
+    for name in ("unseen", "read-then-lost"):
+        kept = [e for e in examples.get(name, []) if int(e.get("key", -1)) not in gone]
+        if kept:
+            examples[name] = kept
+        else:
+            examples.pop(name, None)
+    counts["lost-write"] += len(new)
+    lost = list(examples.get("lost-write", []))
+    lost += [{"key": k, "value": decode_value(v), "offset": o, "max_read_offset": max_read.get(k),
+              "absent": why, "ops": [done, poll]} for k, o, v, done, why, poll in new[:MAX_EXAMPLES]]
+    lost.sort(key=lambda e: (e["key"], e["offset"], str(e["value"])))
+    if lost:
+        examples["lost-write"] = lost[:MAX_EXAMPLES]
+    result["absent"] = {str(k): why for k, (why, _i) in sorted(gone.items())}
+    result["lost_with_absent_logs"] = len(new)
+    if counts["lost-write"]:
+        result["valid"] = False
+
+
+def lost_sends(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> list[dict]:
+    """Every acknowledged send this checker finds lost (lost-write, unseen, read-then-lost,
+    and those to keys whose log was gone), not only the examples: {key, offset, value, op
+    (the acknowledgement's index), anomaly}, in key, offset order. A scenario's list of
+    lost writes is this, so it and the checker's counts are one definition."""
+    found = _lost_and_unseen(sends, reads, {row[0] for row in ends}, limit=None)
+    found["read-then-lost"] = _read_then_lost(sends, reads, {row[0]: row[1] for row in ends}, limit=None)
+    out = {}
+    for name in ("lost-write", "unseen", "read-then-lost"):
+        for e in found[name][1]:
+            out[(e["key"], e["offset"], encode_value(e["value"]))] = {
+                "key": e["key"], "offset": e["offset"], "value": e["value"], "op": e["ops"][0], "anomaly": name}
+    gone = absent_ends(ends)
+    for key, value, offset, kind, _p, _inv, done in sends:
+        if key in gone and kind == "ok" and offset is not None:
+            out[(key, offset, value)] = {"key": key, "offset": offset, "value": decode_value(value), "op": done,
+                                         "anomaly": "lost-write", "absent": gone[key][0]}
+    return [out[k] for k in sorted(out, key=lambda k: (k[0], k[1], k[2]))]
+
+
+def _lost_rows(sends, reads) -> list[tuple]:
+    """(key, offset, value) of the sends the kernel counts as lost-write."""
+    read_values = {(r[0], r[2]) for r in reads}
+    max_read: dict[int, int] = {}
+    for key, offset, *_ in reads:
+        max_read[key] = max(offset, max_read.get(key, offset))
+    return [(key, offset, value) for key, value, offset, kind, *_ in sends
+            if kind == "ok" and offset is not None and (key, value) not in read_values
+            and key in max_read and offset <= max_read[key]]
 
 
 def summarize(findings: dict[str, tuple[int, list]], checked: bool) -> dict:
@@ -196,7 +283,7 @@ def _aborted_reads(sends, reads):
         for (key, value), (offsets, ops) in found[:MAX_EXAMPLES]]
 
 
-def _lost_and_unseen(sends, reads, ended: set[int]):
+def _lost_and_unseen(sends, reads, ended: set[int], limit: int | None = MAX_EXAMPLES):
     read_values = {(r[0], r[2]) for r in reads}
     max_read: dict[int, tuple[int, int]] = {}  # key -> (max offset, first poll index reading it)
     for key, offset, _v, _p, index, *_ in reads:
@@ -220,17 +307,17 @@ def _lost_and_unseen(sends, reads, ended: set[int]):
         "lost-write": (len(lost), [
             {"key": k, "value": decode_value(v), "offset": o, "max_read_offset": b[0],
              "ops": [done, b[1]]}
-            for k, o, v, b, done in lost[:MAX_EXAMPLES]]),
+            for k, o, v, b, done in lost[:limit]]),
         "unseen": (len(unseen), [
             {"key": k, "value": decode_value(v), "offset": o,
              "max_read_offset": b[0] if b else None, "ops": [done]}
-            for k, o, v, b, done in unseen[:MAX_EXAMPLES]]),
+            for k, o, v, b, done in unseen[:limit]]),
         "undecided-unseen": (len(undecided),
                              sorted({k for k, _o, _v in sorted(undecided)[:MAX_EXAMPLES]})),
     }
 
 
-def _read_then_lost(sends, reads, end_of: dict[int, int] | None = None):
+def _read_then_lost(sends, reads, end_of: dict[int, int] | None = None, limit: int | None = MAX_EXAMPLES):
     """Acknowledged, read by some poll, missing from final reads that reach its offset or
     end at or below it (`end_of`: key -> end offset, the keys whose final reads completed)."""
     end_of = end_of or {}
@@ -252,7 +339,7 @@ def _read_then_lost(sends, reads, end_of: dict[int, int] | None = None):
     return len(found), [
         {"key": k, "value": decode_value(v), "offset": o, "max_final_offset": top,
          "ops": [done, read]}
-        for k, o, v, done, read, top in found[:MAX_EXAMPLES]]
+        for k, o, v, done, read, top in found[:limit]]
 
 
 def _known_ranks(sends, reads) -> dict[int, dict[int, int]]:

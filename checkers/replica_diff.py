@@ -37,6 +37,17 @@ every replica's log start were removed by retention or tiering, not lost.
   diverged there (an unclean leader election does this). Per (key, offset);
   example as for divergence, past copies among the holders.
 
+Besides the findings, the result lists what a reader of the logs needs to
+show them (the report's diff grid, a scenario's divergence table), so that
+no reader compares copies itself: `differences`, every (key, offset) at which
+the final copies (replicas and the remote tier) hold different (epoch, value)
+records, in key, offset order, at most MAX_DIFFERENCES of them
+(`differences_total` counts all), each {key, offset, committed (its
+committed copies differ: a divergence), differs_in ("epoch" when the copies
+that differ hold one value, else "value"), replicas: [[node, epoch, value,
+hw]] by node}. An entry not committed is an uncommitted tail that
+truncation will repair; a committed one is counted under divergence.
+
 Past copies (`nodes/<node>/past/<n>.json`, systems that keep them: a stopped
 node's replica read from its disk just before it restarted, named
 "<node>@past<n>") take part in overwritten only. They are not replicas of the
@@ -80,6 +91,7 @@ def final_reads_complete(sends: list[tuple], ends: list[tuple]) -> bool:
                if kind == "ok" and offset is not None)
 MAX_EXAMPLES = 20
 MAX_OPS = 10
+MAX_DIFFERENCES = 1000
 
 
 def check(dumps: dict[str, dict], ops: Iterable[dict], missing_nodes: Iterable[str] = ()) -> dict:
@@ -100,7 +112,40 @@ def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
         "missing-committed": _missing_committed(records, replicas),
         "lost-acknowledged": _lost_acknowledged(records, replicas, sends),
     }
-    return summarize(findings, has_dumps=any(not is_past(r[0]) for r in replicas), complete=complete, final_reads=final_reads)
+    result = summarize(findings, has_dumps=any(not is_past(r[0]) for r in replicas), complete=complete,
+                       final_reads=final_reads)
+    return with_differences(result, *differences(records, replicas))
+
+
+def with_differences(result: dict, total: int, listed: list[dict]) -> dict:
+    """The result with its `differences` (module docstring); both engines."""
+    result["differences"] = listed[:MAX_DIFFERENCES]
+    result["differences_total"] = total
+    return result
+
+
+def differences(records: list[tuple], replicas: list[tuple]) -> tuple[int, list[dict]]:
+    """(how many, the first MAX_DIFFERENCES entries) of the offsets whose final copies differ."""
+    hw = {(node, key): h for node, key, h, _leo, _ls in replicas if not is_past(node)}
+    held = defaultdict(list)
+    for node, key, offset, epoch, value in records:
+        if (node, key) in hw:
+            held[(key, offset)].append((node, epoch, value, hw[(node, key)]))
+    found = sorted(key_offset for key_offset, copies in held.items()
+                   if len({(epoch, value) for _n, epoch, value, _h in copies}) > 1)
+    return len(found), [difference(key, offset, held[(key, offset)])
+                        for key, offset in found[:MAX_DIFFERENCES]]
+
+
+def difference(key: int, offset: int, copies: list[tuple]) -> dict:
+    """One `differences` entry from the final copies (node, epoch, value text, hw) of an
+    offset whose copies differ; the Spark driver collects the same copies and calls this."""
+    copies = sorted(copies)
+    committed = {(epoch, value) for _n, epoch, value, hw in copies if offset < hw}
+    differing = committed if len(committed) > 1 else {(epoch, value) for _n, epoch, value, _h in copies}
+    return {"key": key, "offset": offset, "committed": len(committed) > 1,
+            "differs_in": "epoch" if one_value(value for _e, value in differing) else "value",
+            "replicas": [[node, epoch, decode_value(value), hw] for node, epoch, value, hw in copies]}
 
 
 def summarize(findings: dict[str, tuple[int, list]], has_dumps: bool, complete: bool,

@@ -112,20 +112,27 @@ def faults_page() -> str:
     for f in faults.values():
         row: list[object] = [f"`{f.name}`"]
         for s in systems.values():
-            lacking = [n for n in f.needs if n not in s.capabilities]
-            why = s.lacks.get(f"fault {f.name}") or (s.lacks.get(lacking[0]) if lacking else "")
-            row.append("yes" if s.supports(f) else f"no: {why}" if why else "no")
+            capabilities = s.capabilities_in()
+            lacking = [n for n in f.needs if not capabilities.has(n)]
+            why = capabilities[lacking[0]] if lacking else ""
+            # a reason that says how to turn the capability on: off by default, not impossible
+            off = "not by default" if "turn it on" in (why or "") else "no"
+            row.append("yes" if not lacking else f"{off}: {why}" if why else off)
         support.append(row)
     system_rows = [[f"`{s.name}`", s.description, ", ".join(f"`{v}`" for v in s.variants) or "(none)",
                     f"`{s.variant_option}`" if s.variant_option else "", _options(s),
                     ", ".join(f"`{h}` ({r})" for r, h in s.roles.items()) or "(none)",
-                    ", ".join(sorted(s.capabilities))]
+                    ", ".join(sorted(s.capabilities_in().available))]
                    for s in systems.values()]
     return "\n".join([HEADER, "# Faults and systems\n",
                       "The registered faults (`--nemesis`, group `replog.faults`) and systems under test "
                       "(`--sut`, group `replog.systems`), from the registries (`harness/registry.py`). A system "
-                      "supports a fault when every capability the fault needs is among the system's; a run "
-                      "asking for one it does not support is refused before any host exists.\n",
+                      "supports a fault when every capability the fault needs is among the system's in the run's "
+                      "configuration (here: its defaults, with the reason the code gives where not); a run "
+                      "asking for one it does not support is refused before any host exists. A system's "
+                      "capabilities depend on its settings and options (`System.capabilities_for`: tiered "
+                      "storage gives a remote tier, Kafka 0.10 has no transactions); the tables show them "
+                      "with the defaults.\n",
                       "## Faults\n",
                       table(["fault", "history ops (start / stop)", "random targets", "needs", "what it does"],
                             fault_rows),

@@ -16,7 +16,11 @@ Every object is checked against its group's protocol when it is loaded or
 registered (as pluggy verifies a hook implementation against its spec): a
 missing attribute, a name that is not the registered one, a capability that
 harness.sut does not know, is a one-line `RegistryError`, and so is an
-unknown name (listing the known ones).
+unknown name (listing the known ones). A system's objects are checked too:
+each class of its `Parts` against its Protocol in harness.sut (every method,
+by name, async or not, and the arguments the harness passes), so a missing or
+misnamed method is refused when the system is registered, not when a run
+first calls it.
 
 Groups and what is registered:
 - `replog.systems`: a `harness.sut.System`
@@ -55,9 +59,11 @@ BUILTINS: dict[str, dict[str, str]] = {
     FAULTS: {"kill": "nemesis.kill:KILL", "pause": "nemesis.pause:PAUSE_FAULT",
              "partition": "nemesis.partition:PARTITION", "power": "nemesis.power:POWER",
              "corrupt": "nemesis.corrupt:CORRUPT", "packet": "nemesis.packet:PACKET",
-             "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE"},
+             "clock": "nemesis.clock:CLOCK_FAULT", "remote-store": "nemesis.remote_store:REMOTE_STORE",
+             "disk-loss": "nemesis.disk_loss:DISK_LOSS", "membership": "nemesis.membership:MEMBERSHIP_FAULT"},
     CHECKERS: {"log": "checkers.log_anomalies:CHECKER", "replica-diff": "checkers.replica_diff:CHECKER",
-               "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER"},
+               "linearizability": "checkers.linearizability:CHECKER", "txn": "checkers.txn_anomalies:CHECKER",
+               "scenario": "scenarios.results:CHECKER"},
 }
 SYSTEMS_PACKAGE = "systems"  # systems/<name>/__init__.py defines SYSTEM
 
@@ -143,9 +149,9 @@ def unregister(group: str, name: str) -> None:
 # harness.sut), "module" (a backend is a module). The full types are in the
 # modules named in the docstring above; these are the parts the harness calls.
 PROTOCOLS: dict[str, dict[str, str]] = {
-    SYSTEMS: {"name": "str", "description": "str", "options": "options", "capabilities": "caps",
-              "make_db": "callable", "host_plan": "callable", "has": "callable", "require": "callable",
-              "supports": "callable", "require_fault": "callable", "parse_options": "callable"},
+    SYSTEMS: {"name": "str", "description": "str", "options": "options", "capabilities_for": "callable",
+              "parts": "callable", "capabilities_in": "callable", "make_db": "callable", "host_plan": "callable",
+              "parse_options": "callable"},
     BACKENDS: {"make_cluster": "callable"},
     WORKLOADS: {"name": "str", "description": "str", "make": "callable"},
     FAULTS: {"name": "str", "start": "str", "stop": "str", "colour": "str", "make": "callable",
@@ -187,29 +193,97 @@ def verify(group: str, name: str, obj: Any) -> None:
         raise RegistryError(f"checker {name!r}: spark must name its driver module (a str), "
                             f"not {type(obj.spark).__name__}")
     if group == SYSTEMS:
-        _verify_faults(name, obj)
         fields = obj.options.model_fields
         if obj.variant_option is not None and obj.variant_option not in fields:
             raise RegistryError(f"system {name!r}: variant_option {obj.variant_option!r} is not one of its "
                                 f"options ({', '.join(fields) or 'none'})")
+        _verify_system_parts(name, obj)
 
 
-def _verify_faults(name: str, system: Any) -> None:
-    """The deprecated `System.faults` list, if given, names only faults the
-    capabilities support (the capabilities decide; the list is not needed)."""
-    listed = getattr(system, "faults", None)
-    if listed is None:
-        return
-    for fault_name in sorted(listed):
-        if fault_name in names(FAULTS) and not system.supports(load(FAULTS, fault_name)):
-            raise RegistryError(f"system {name!r}: lists fault {fault_name!r} but lacks what it needs "
-                                f"({', '.join(load(FAULTS, fault_name).needs)}); drop `faults=`, the "
-                                f"capabilities decide")
+def _verify_system_parts(name: str, system: Any) -> None:
+    """`capabilities_for` names known capabilities (with the default settings and options), and
+    the classes of `parts()` follow the Protocols of harness.sut: the DB and client always, each
+    capability's object when the system has it by default, and any other class it declares."""
+    from harness.sut import (CAPABILITIES, META_GROUP, PART_OF, PART_PROTOCOLS, TRANSACTIONS, WIPE, MetaGroup, Parts,
+                             Transactional, Wipeable)
+
+    try:
+        declared = system.capabilities_for(system.default_settings(3), system.parse_options({}))
+    except Exception as e:
+        raise RegistryError(f"system {name!r}: capabilities_for(settings, options) failed with the defaults: "
+                            f"{type(e).__name__}: {e}") from None
+    unknown = sorted(set(declared) - set(CAPABILITIES)) if isinstance(declared, dict) else declared
+    if unknown:
+        raise RegistryError(f"system {name!r}: capabilities_for names unknown capabilities {unknown!r} "
+                            f"(known: {', '.join(CAPABILITIES)})")
+    wrong = sorted(c for c, why in declared.items() if why is not None and not isinstance(why, str))
+    if wrong:
+        raise RegistryError(f"system {name!r}: capabilities_for must map {wrong[0]!r} to None (it has it) or "
+                            f"a reason (str), not {type(declared[wrong[0]]).__name__}")
+    try:
+        parts = system.parts()
+    except Exception as e:
+        raise RegistryError(f"system {name!r}: parts() failed: {type(e).__name__}: {e}") from None
+    if not isinstance(parts, Parts):
+        raise RegistryError(f"system {name!r}: parts() must return a harness.sut.Parts, not {type(parts).__name__}")
+    has = {c for c, why in declared.items() if why is None}
+    for capability in sorted(has):
+        if getattr(parts, PART_OF[capability]) is None:
+            raise RegistryError(f"system {name!r}: it has {capability!r} but its parts() declare no "
+                                f"{PART_OF[capability]} class")
+    for part, protocol in PART_PROTOCOLS.items():
+        cls = getattr(parts, part)
+        if cls is not None:
+            _conforms(name, cls, protocol)
+    if META_GROUP in has:
+        _conforms(name, parts.inspector, MetaGroup)
+    if TRANSACTIONS in has:
+        _conforms(name, parts.db, Transactional)
+    if WIPE in has:
+        _conforms(name, parts.db, Wipeable)
 
 
-def faults_for(system: Any) -> list[str]:
-    """Names of the registered faults the system supports (their needs among its capabilities)."""
-    return [n for n in names(FAULTS) if system.supports(load(FAULTS, n))]
+def protocol_methods(protocol: type) -> dict[str, Any]:
+    """The methods a Protocol declares (in its own body; not the attributes)."""
+    return {n: f for n, f in vars(protocol).items() if inspect.isfunction(f) and not n.startswith("_")}
+
+
+def _conforms(name: str, cls: type, protocol: type) -> None:
+    """RegistryError (one line) unless cls has every method of protocol, async where it is, taking the
+    arguments the harness passes (by position and name; more only with defaults)."""
+    where = f"system {name!r}: {cls.__name__}"
+    methods = protocol_methods(protocol)
+    for method, spec in methods.items():
+        impl = getattr(cls, method, None)
+        if impl is None or not callable(impl):
+            raise RegistryError(f"{where} has no method {method!r} (the {protocol.__name__} protocol of "
+                                f"harness/sut.py: {', '.join(methods)})")
+        if inspect.iscoroutinefunction(spec) != inspect.iscoroutinefunction(impl):
+            kind = "async def" if inspect.iscoroutinefunction(spec) else "def (not async)"
+            raise RegistryError(f"{where}.{method} must be {kind}, as {protocol.__name__}.{method}")
+        wanted = list(inspect.signature(spec).parameters.values())[1:]
+        try:
+            given = list(inspect.signature(impl).parameters.values())[1:]
+        except (TypeError, ValueError):
+            continue
+        if any(p.kind is p.VAR_POSITIONAL for p in given):
+            continue
+        named = [p for p in given if p.kind in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)]
+        call = f"{method}({', '.join(p.name for p in wanted)})"
+        for i, p in enumerate(wanted):
+            if i >= len(named) or named[i].name != p.name:
+                have = f"{method}({', '.join(q.name for q in given)})"
+                raise RegistryError(f"{where}.{have} does not take the arguments {protocol.__name__}.{call} "
+                                    f"(argument {i + 1} is {p.name!r})")
+        extra = [p.name for p in given[len(wanted):] if p.default is p.empty and p.kind not in (p.VAR_KEYWORD,)]
+        if extra:
+            raise RegistryError(f"{where}.{method} needs {', '.join(extra)}, which {protocol.__name__}.{call} "
+                                f"does not pass; give them defaults")
+
+
+def faults_for(capabilities: Any) -> list[str]:
+    """Names of the registered faults these capabilities (harness.sut.Capabilities) support."""
+    return [n for n in names(FAULTS) if capabilities.supports(load(FAULTS, n))]
 
 
 def system(name: str | None = None):

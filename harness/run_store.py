@@ -238,6 +238,32 @@ def _history_ops(history: Path, must_contain: bytes | None = None):
                 yield op
 
 
+FINAL_READS_MARK = b'"f":"final-reads"'   # history.writer.FINAL_READS as HistoryWriter writes it
+
+
+def final_reads(store: str | os.PathLike) -> dict | None:
+    """The run's final-read outcome: the history's `final-reads` op (one byte search from the
+    end, then that line alone), or an old store's test.json `final_reads`; None without one."""
+    import mmap
+
+    path = Path(store) / HISTORY
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size:
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    at = data.rfind(FINAL_READS_MARK)
+                    if at >= 0:
+                        start = data.rfind(b"\n", 0, at) + 1
+                        end = data.find(b"\n", at)
+                        op = json.loads(data[start:end if end >= 0 else len(data)])
+                        return op.get("value") if isinstance(op.get("value"), dict) else None
+    except (OSError, ValueError):
+        pass
+    test = read_json(Path(store) / TEST)
+    final = test.get("final_reads") if isinstance(test, dict) else None
+    return final if isinstance(final, dict) else None
+
+
 def op_times(history: Path, wanted: set[int]) -> dict[int, int]:
     """index -> time (ns) of the wanted ops, reading the history once and stopping when all are found."""
     found: dict[int, int] = {}

@@ -10,6 +10,14 @@ its script compiled to steps). Both feed a step stream to
 sampler, progress ticker, a program's watchers) lives in one asyncio
 TaskGroup and is cancelled by structure.
 
+The run loop (`Run._drive`, in the client thread) returns an `Outcome`, a
+frozen record of what the main thread still needs from it (the dumps to
+write, the failure); everything else the run found is in the history, the
+run's one record: `test.json` (the resolved spec) is written once, when the
+history starts (or when the run aborts before it), and the final reads'
+outcome is a history op. A scenario's steps, bindings and measurements are
+history ops too (harness.steps), so `harness check` rebuilds its verdict.
+
 Teardown is unconditional: Ctrl-C, SIGTERM or an error tear down every
 process, namespace and rule (recorded in the run record first, so that even a
 SIGKILLed harness can be cleaned up by `harness cleanup`).
@@ -17,25 +25,27 @@ SIGKILLed harness can be cleaned up by `harness cleanup`).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import os
 import secrets
 import signal
-import threading
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Protocol
+from types import MappingProxyType
+from typing import AsyncIterator, Mapping, Protocol
 
 from harness import registry, run_store, verdict
 from harness.cleanup import RunRecord, release
 from harness.cluster.base import ClusterError
-from history.writer import HistoryWriter
+from history.writer import FINAL_READS, HistoryWriter
 from harness.progress import Progress
 from harness.sampler import Sampler
 from harness.spec import TestSpec
 from harness.steps import RunContext, StepError, run_steps
-from harness.sut import DUMP, INSPECT, REMOTE_TIER, RunShape, Unsupported
+from harness.sut import DUMP, INSPECT, RunShape, Unsupported, capabilities_of
 from nemesis.fault import FaultEnv
 
 WORK_ROOT = Path(os.environ.get("HARNESS_WORK_ROOT", "/var/tmp/harness"))
@@ -47,6 +57,15 @@ class RunError(RuntimeError):
 
 class Interrupted(BaseException):
     """SIGINT or SIGTERM: tear down and exit 2."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the run loop hands back to the main thread (immutable)."""
+
+    dumps: Mapping[str, dict] = field(default_factory=lambda: MappingProxyType({}))  # node -> replica dump
+    error: str | None = None        # the run's tasks failed (exit 2)
+    step_error: str | None = None   # a scripted step stopped the steps (unknown verdict)
 
 
 class Program(Protocol):
@@ -65,7 +84,7 @@ class Program(Protocol):
 
     def prepare(self, ctx: RunContext) -> None: ...      # before the steps (e.g. write scenario.json)
 
-    def findings(self, ctx: RunContext, error: str | None) -> dict | None: ...  # results.json's program part
+    def finish(self, error: str | None) -> None: ...  # after the logs are collected: its last history ops
 
 
 class RandomProgram:
@@ -99,8 +118,8 @@ class RandomProgram:
     def prepare(self, ctx) -> None:
         pass
 
-    def findings(self, ctx, error):
-        return None
+    def finish(self, error) -> None:
+        pass
 
 
 def preflight(spec: TestSpec, program: Program) -> None:
@@ -112,16 +131,14 @@ def preflight(spec: TestSpec, program: Program) -> None:
         if not (run_store.REPO_DIR / folder).is_dir():
             raise RunError(f"no {folder}/ under {run_store.REPO_DIR}; run from a full checkout")
     try:
+        capabilities = spec.capabilities()
         if getattr(spec, "nemesis_mode", "random") == "targeted" and program.faults:
-            system.require(INSPECT, "--nemesis-mode targeted")
+            capabilities.require(INSPECT, "--nemesis-mode targeted")
         for fault in program.faults:
             kind = registry.fault(fault)
-            system.require_fault(kind)
-            if REMOTE_TIER in kind.needs and not (system.tiered and system.tiered(spec.settings, spec.options())):
-                from nemesis.remote_store import no_store
-                raise RunError(f"fault {fault}: {no_store(system)}")
+            capabilities.require_fault(kind)
             if kind.preflight is not None:
-                kind.preflight(spec.backend, system)
+                kind.preflight(spec.backend, capabilities)
         if system.check_settings is not None:
             system.check_settings(spec.settings, spec.options())
     except (Unsupported, registry.RegistryError) as e:
@@ -184,20 +201,30 @@ class Run:
         self.db = None
         self.cluster = None
         self.fault_env = None
-        self._ctx: RunContext | None = None
-        self.outcome: dict = {}
-        self.step_error: str | None = None
+        self.outcome: Outcome | None = None
         self.results: dict | None = None
+        self._test_written = False
         self._started = time.monotonic()
+
+    @property
+    def step_error(self) -> str | None:
+        return self.outcome.step_error if self.outcome is not None else None
+
+    def _write_test(self, t0_wall: float | None) -> None:
+        """test.json, once: the resolved spec and the wall clock at history time 0."""
+        if self._test_written:
+            return
+        self._test_written = True
+        run_store.write_json(self.store / run_store.TEST, {
+            **self.spec.model_dump(), "variant": self.spec.variant, "run_id": self.run_id,
+            "start": self._start, "faults": self._fault_table(), "t0_wall": t0_wall})
 
     # ------------------------------------------------------------------
     def execute(self) -> int:
         spec = self.spec
         preflight(spec, self.program)
         self.store = run_store.create_run_dir(spec.store_root, spec.name).resolve()
-        run_store.write_json(self.store / run_store.TEST, {
-            **spec.model_dump(), "variant": spec.variant, "run_id": self.run_id,
-            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "faults": self._fault_table()})
+        self._start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         log = open(self.store / run_store.HARNESS_LOG, "a", encoding="utf-8")
         self.progress = self.progress or Progress()
         self.progress.log_file = log
@@ -235,6 +262,7 @@ class Run:
                     signal.signal(s, h)
                 if self.history:
                     self.history.close()
+                self._write_test(None)   # the run ended before its history started
         if interrupted or error:
             msg = f"interrupted by {interrupted}" if interrupted else error
             hist = self.store / run_store.HISTORY
@@ -269,21 +297,20 @@ class Run:
     def _fault_table(self) -> dict:
         """The run's faults as the history names them, for the reports: {fault: {start, stop, colour}}."""
         out = {}
-        for name in registry.faults_for(self.system):
+        for name in registry.faults_for(self.spec.capabilities()):
             kind = registry.fault(name)
             out[name] = {"start": kind.start, "stop": kind.stop, "colour": kind.colour}
         return out
 
     def _check(self) -> int:
         self.progress.message("checking")
-        findings = self.outcome.get("findings")
         if not self.spec.check:
-            self.results = verdict.unchecked(self.store, "checkers skipped (--no-check)", findings)
+            self.results = verdict.unchecked(self.store, "checkers skipped (--no-check)")
         else:
             try:
-                self.results = verdict.check_store(self.store, findings=findings)
+                self.results = verdict.check_store(self.store)
             except Exception as e:  # a checker crash is an unknown verdict, not a pass
-                self.results = verdict.unchecked(self.store, f"checker failed: {type(e).__name__}: {e}", findings)
+                self.results = verdict.unchecked(self.store, f"checker failed: {type(e).__name__}: {e}")
         self.progress.message("verdict: " + verdict.summary(self.results))
         sc = self.results.get("scenario") or {}
         if sc.get("expected") is not None:
@@ -324,33 +351,34 @@ class Run:
         progress.message(f"starting {self.system.name}{variant}")
         self.db.setup()
         self.history = HistoryWriter(str(self.store / run_store.HISTORY))
-        test = run_store.read_json(self.store / run_store.TEST) or {}
-        run_store.write_json(self.store / run_store.TEST, {**test, "t0_wall": self.history.t0_wall})
-        result: dict = {}
-        thread = threading.Thread(target=self._client_thread, args=(cluster, result), name="clients")
-        thread.start()
+        self._write_test(self.history.t0_wall)
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="clients")
+        future = pool.submit(self._client_thread, cluster)
         try:
-            while thread.is_alive():
-                thread.join(0.2)
+            while True:     # short waits: the main thread must see SIGINT/SIGTERM
+                try:
+                    outcome = future.result(0.2)
+                    break
+                except concurrent.futures.TimeoutError:
+                    continue
         except Interrupted:
             if self.loop is not None and self.main_task is not None:
                 self.loop.call_soon_threadsafe(self.main_task.cancel)
-            thread.join(15)
+            concurrent.futures.wait([future], 15)
             raise
-        if "error" in result:
-            raise RunError(result["error"].removeprefix("RuntimeError: "))
+        finally:
+            pool.shutdown(wait=False)
+        self.outcome = outcome
+        if outcome.error is not None:
+            raise RunError(outcome.error.removeprefix("RuntimeError: "))
         progress.message(f"stopping {self.system.name}, collecting logs and dumps")
         self.db.teardown()
         self._release_faults()
         for node in self.db.hosts:
             self.db.collect(node, run_store.node_dir(self.store, node))
-        for node, dump in result.get("dumps", {}).items():
+        for node, dump in outcome.dumps.items():
             run_store.write_dump(self.store, node, dump)
-        if result.get("final") is not None:   # how far each key was read back, and any unreadable hole
-            test = run_store.read_json(self.store / run_store.TEST) or {}
-            run_store.write_json(self.store / run_store.TEST, {**test, "final_reads": result["final"]})
-        result["findings"] = self.program.findings(self._ctx, self.step_error)
-        self.outcome = result
+        self.program.finish(outcome.step_error)
 
     def _release_faults(self) -> None:
         """The faults' release hooks (unmount ...), once; never stops the teardown."""
@@ -365,20 +393,21 @@ class Run:
                 except Exception as e:
                     self.progress.message(f"fault {fault}: release failed: {type(e).__name__}: {e}")
 
-    def _client_thread(self, cluster, result: dict) -> None:
+    def _client_thread(self, cluster) -> Outcome:
+        """The run loop in its own thread and event loop; -> its Outcome (failures included)."""
         try:
             cluster.enter_client_network()
             self.loop = asyncio.new_event_loop()
             self.loop.set_exception_handler(self._loop_exception)
-            self.main_task = self.loop.create_task(self._drive(result))
-            self.loop.run_until_complete(self.main_task)
+            self.main_task = self.loop.create_task(self._drive())
+            return self.loop.run_until_complete(self.main_task)
         except asyncio.CancelledError:
-            result["error"] = "cancelled"
+            return Outcome(error="cancelled")
         except BaseException as e:  # reported by the main thread
             while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
                 e = e.exceptions[0]     # a task group's one failure: name it, not the group
-            result["error"] = f"{type(e).__name__}: {e}"
             self.progress.message("the run's tasks failed:\n" + "".join(traceback.format_exception(e)).rstrip())
+            return Outcome(error=f"{type(e).__name__}: {e}")
         finally:
             if self.loop is not None:
                 _drain(self.loop)
@@ -390,18 +419,21 @@ class Run:
         text = f"{type(exc).__name__}: {exc}" if exc else context.get("message", "")
         self.progress.message_to_log(f"asyncio: {text}")
 
-    async def _drive(self, result: dict) -> None:
+    async def _drive(self) -> Outcome:
         from nemesis.nemesis import Nemesis
 
         spec, progress, history, db, program = self.spec, self.progress, self.history, self.db, self.program
         workload = registry.workload(spec.workload).make(spec, db, history, progress.message)
         nemesis = Nemesis(self.fault_env, history, spec.seed, log=progress.message)
-        ctx = self._ctx = RunContext(spec=spec, system=self.system, db=db, plan=self.plan, history=history,
+        dumps: dict[str, dict] = {}
+        step_error: str | None = None
+        ctx = RunContext(spec=spec, system=self.system, db=db, plan=self.plan, history=history,
                                      nemesis=nemesis, workload=workload, store=self.store, log=progress.message)
         progress.message(f"creating the log ({spec.keys} keys, replication factor {spec.replication_factor})")
         await workload.setup()
         program.prepare(ctx)
-        inspector = db.inspector if self.system.has(INSPECT) else None
+        capabilities = capabilities_of(db)
+        inspector = db.inspector if capabilities.has(INSPECT) else None
         time_limit = spec.time_limit if program.clients else 0
         if program.clients:
             progress.message(f"workload: {spec.time_limit:g}s, {spec.concurrency} clients, {spec.rate:g} ops/s, "
@@ -416,44 +448,47 @@ class Run:
                 if time_limit:
                     watchers.append(tg.create_task(self._ticker(time.monotonic(), time_limit)))
                 try:
-                    await self._main(ctx, time.monotonic() + time_limit)
-                    if self.step_error is None:
+                    step_error = await self._main(ctx, time.monotonic() + time_limit)
+                    if step_error is None:
                         progress.message("final phase: healing every fault, restarting every node")
                         await nemesis.final()
                         final = await workload.final_reads(spec.recovery_timeout)
-                        result["final"] = ctx.final = final
+                        # how far each key was read back, and any unreadable hole: a history op
+                        history.nemesis(FINAL_READS, final)
                         progress.message(f"final reads: {final}")
                 finally:
                     for w in watchers:
                         w.cancel()
                     await workload.close()
-            if self.system.has(DUMP) and inspector is not None:
-                dumps = await asyncio.gather(*(inspector.dump(n) for n in self.plan.nodes))
-                result["dumps"] = {n: d for n, d in zip(self.plan.nodes, dumps) if d is not None}
-                more = getattr(inspector, "more_dumps", None)   # copies besides the nodes (a remote tier)
-                if more is not None:
-                    result["dumps"].update(await more())
+            if capabilities.has(DUMP) and inspector is not None:
+                found = await asyncio.gather(*(inspector.dump(n) for n in self.plan.nodes))
+                dumps = {n: d for n, d in zip(self.plan.nodes, found) if d is not None}
+                dumps.update(await inspector.more_dumps())   # copies besides the nodes (a remote tier)
         finally:
             if inspector is not None:
                 await inspector.close()
+        return Outcome(dumps=MappingProxyType(dumps), step_error=step_error)
 
-    async def _main(self, ctx: RunContext, deadline: float) -> None:
-        """The clients (random runs) and the step stream, side by side."""
+    async def _main(self, ctx: RunContext, deadline: float) -> str | None:
+        """The clients (random runs) and the step stream, side by side; -> the error that
+        stopped a scripted program's steps, if one did."""
         if self.program.clients:
             self.progress.start_run(self.spec.time_limit)
+        step_error = None
         try:
             async with asyncio.TaskGroup() as tg:
                 if self.program.clients:
                     tg.create_task(ctx.workload.run(deadline))
                 tg.create_task(run_steps(self.program.steps(ctx, deadline), ctx, self.program.describe))
         except* StepError as eg:
-            self.step_error = str(eg.exceptions[0])
+            step_error = str(eg.exceptions[0])
         finally:
             self.progress.end_run()
-        if self.step_error is not None:
+        if step_error is not None:
             if not self.program.scripted:
-                raise RunError(f"nemesis: {self.step_error}")
-            self.progress.message(f"steps stopped: {self.step_error}")
+                raise RunError(f"nemesis: {step_error}")
+            self.progress.message(f"steps stopped: {step_error}")
+        return step_error
 
     async def _ticker(self, start: float, total: float) -> None:
         while True:

@@ -123,14 +123,15 @@ class TestSpec(BaseModel):
         except ValueError as e:
             raise ValueError(f"workload_options: {e}") from None
         self.workload_options = parsed.model_dump() if parsed is not None else {}
+        capabilities = system.capabilities_in(self.settings, self.system_options)
         for need in sorted(getattr(workload, "needs", ())):
             try:
-                system.require_under(need, self.system_options, f"--workload {self.workload}")
+                capabilities.require(need, f"--workload {self.workload}")
             except RuntimeError as e:
                 raise ValueError(f"workload: {e}") from None
         for name in self.nemesis:
             try:
-                system.require_fault(registry.fault(name))
+                capabilities.require_fault(registry.fault(name))
             except RuntimeError as e:
                 raise ValueError(f"nemesis: {e}") from None
         if self.name is None:
@@ -160,6 +161,10 @@ class TestSpec(BaseModel):
 
     def options(self):
         return self.system_def().parse_options(self.system_options)
+
+    def capabilities(self):
+        """The system's capabilities with this spec's settings and options (harness.sut.Capabilities)."""
+        return self.system_def().capabilities_in(self.settings, self.options())
 
 
 def _registered(kind: str, name: str) -> str:

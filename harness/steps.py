@@ -13,30 +13,55 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol
+
+from history.writer import SCENARIO, HistoryWriter
+from harness.spec import TestSpec
+from harness.sut import DB, HostPlan, System
+
+if TYPE_CHECKING:
+    from nemesis.nemesis import Nemesis
 
 
 class StepError(RuntimeError):
     """A step could not do what it says; one line naming the step."""
 
 
+class Workload(Protocol):
+    """What the runner and the steps call on a workload (workloads/)."""
+
+    writes: list[dict]                # scripted writes so far (Write steps)
+
+    async def setup(self) -> None: ...
+
+    async def run(self, deadline: float) -> None: ...
+
+    async def final_reads(self, recovery_timeout: float) -> dict: ...
+
+    async def close(self) -> None: ...
+
+    async def write(self, key: int, count: int, acks: str, expect: str, step: int | None,
+                    via: str | None = None) -> list[dict]: ...
+
+    async def write_parallel(self, key: int, count: int, acks: str, step: int | None) -> list[dict]: ...
+
+
 @dataclass
 class RunContext:
-    """What steps act on: one run's system, nemesis, workload and history."""
+    """What steps act on: one run's system, nemesis, workload and history. What a step
+    did goes into the history (ops of process `scenario`), not into the context."""
 
-    spec: Any
-    system: Any                       # harness.sut.System
-    db: Any                           # harness.sut.DB
-    plan: Any                         # harness.sut.HostPlan
-    history: Any                      # history.writer.HistoryWriter
-    nemesis: Any                      # nemesis.nemesis.Nemesis
-    workload: Any                     # the workload object (workloads/)
+    spec: TestSpec
+    system: System
+    db: DB
+    plan: HostPlan
+    history: HistoryWriter
+    nemesis: "Nemesis"
+    workload: Workload
     store: Path
     log: Callable[[str], None] = lambda m: None
     aliases: dict[str, str] = field(default_factory=dict)   # names bound by scenario steps
-    step_log: list[dict] = field(default_factory=list)     # what each scenario step did
     step_done: dict[str, tuple] = field(default_factory=dict)  # step id -> (history ns, wall s) when done
-    final: dict | None = None                                   # what the final reads found
     # node reference -> node name (scenario roles); plain node names by default
     resolve: Callable[[str], Awaitable[str]] | None = None
     before_fault: Callable[[], Awaitable[None]] | None = None  # e.g. note leader epochs before a fault
@@ -125,7 +150,8 @@ def label(step) -> str:
 
 async def run_steps(steps: AsyncIterator, ctx: RunContext, describe: Callable[[Any], str] = lambda s: "") -> None:
     """Execute a step stream in order. Scenario steps (with an index) are
-    logged to ctx.step_log; any failure becomes a StepError naming the step."""
+    recorded in the history (`record_step`); any failure becomes a StepError naming the step."""
+    aliases = dict(ctx.aliases)
     async for step in steps:
         scripted = step.index is not None
         start = ctx.history.now()
@@ -145,6 +171,19 @@ async def run_steps(steps: AsyncIterator, ctx: RunContext, describe: Callable[[A
         entry = {"index": step.index, "action": step.action, "id": step.id, "start": start,
                  "end": ctx.history.now(), **(detail or {})}
         entry.setdefault("done_wall", time.time())
-        ctx.step_log.append(entry)
+        bound = {name: node for name, node in ctx.aliases.items() if aliases.get(name) != node}
+        record_step(ctx.history, entry, bound)
+        aliases = dict(ctx.aliases)
         if step.id:
             ctx.step_done[step.id] = (entry.get("done", entry["end"]), entry["done_wall"])
+
+
+def record_step(history: HistoryWriter, entry: dict, bound: dict[str, str]) -> None:
+    """A scripted step into the history (process `scenario`, docs/interfaces.md): the step
+    as it ran (f "step"), the role bindings it made (f "bind") and its measurement (f
+    "measure"). `harness check` rebuilds the scenario's verdict from these."""
+    history.append(SCENARIO, "info", "step", entry)
+    if bound:
+        history.append(SCENARIO, "info", "bind", bound)
+    if isinstance(entry.get("measure"), dict):
+        history.append(SCENARIO, "info", "measure", entry["measure"])

@@ -6,11 +6,23 @@ JetStream, ...) is one adapter package `systems/<name>/` whose `SYSTEM` is a
 group `replog.systems`). A system supports a fault when the fault's `needs`
 are among its capabilities.
 
-Capabilities beyond starting and stopping are *declared* (`System.capabilities`)
-and handed out as separate objects (`DB.process`, `DB.pausable`,
-`DB.inspector`); a caller that needs one asks with `require()` and gets a
-one-line `Unsupported` naming the system and the capability, before any host
-exists when it is asked at validation time.
+Capabilities beyond starting and stopping depend on a run's configuration (its
+settings and system options: tiered storage on or off, NATS's memory storage)
+and are computed in one place per system, `System.capabilities_for(settings,
+options) -> {capability: None, or why the system lacks it}`;
+`System.capabilities_in(settings, options)` wraps that as `Capabilities`
+(`has`, `require`, `require_fault`), and `capabilities_of(db)` is a set-up
+run's. The capabilities are handed out as separate objects (`DB.process`,
+`DB.pausable`, `DB.inspector`, `DB.remote_tier`); a caller that needs one asks
+with `require()` and gets a one-line `Unsupported` naming the system, the
+capability and the reason, before any host exists when it is asked at
+validation time.
+
+Every method the generic code calls on a system's objects is declared in a
+Protocol below; a system declares the classes of its objects (`Parts`), and
+registering it checks them against the Protocols (harness.registry.verify, as
+pluggy checks a hook implementation against its spec): a missing or misnamed
+method is a one-line refusal naming it.
 
 Node names: data nodes are `n1..nN` (fault targets, key replicas); a system
 may add role hosts (the replica's controller `ctl`, a remote store host).
@@ -19,6 +31,7 @@ stream subject per key). Every name below that says "node" means a host name.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
@@ -37,16 +50,15 @@ EVENTS = "events"            # DB.inspector.events: truncations / ISR changes fr
 CLOCK = "clock"              # DB.set_env works for LD_PRELOAD (libfaketime) on the next start
 DATA_FILES = "data-files"    # DB.data_dir / data_files name the node's on-disk state
 OFFSETS = "offsets"          # Inspector.state's leo / hw / log_start are the replica's own (scenario conditions)
-# An inspector with META_GROUP offers `async meta_group(nodes) -> {"leader": node | None, "members": [nodes]} | None`:
-# the group that holds the cluster's metadata (NATS's JetStream meta group) as the nodes report it now (None: no
-# node answers); scenario roles `the metadata leader`, `metadata follower I` (not in the protocol: optional).
-META_GROUP = "meta-group"
+META_GROUP = "meta-group"    # DB.inspector.meta_group (the MetaGroup protocol): scenario roles `the metadata leader`
 REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (None while tiered storage is off)
 # DB.queue_client(request_timeout, name, group, txn) -> QueueClient: transactional producers and consumer
 # groups (the `queue` workload, workloads/queue.py); `name` is unique per process (a transactional id)
 TRANSACTIONS = "transactions"
+WIPE = "wipe"                # DB.wipe: a stopped node's disk replaced by an empty one, prepared as the system needs
+MEMBERSHIP = "membership"    # DB.membership: move a key's replicas to other nodes (and unregister a stopped node)
 CAPABILITIES = (PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS, META_GROUP,
-                REMOTE_TIER, TRANSACTIONS)
+                REMOTE_TIER, TRANSACTIONS, WIPE, MEMBERSHIP)
 
 
 class Unsupported(RuntimeError):
@@ -59,6 +71,52 @@ class Unsupported(RuntimeError):
         because = f": {reason}" if reason else ""
         super().__init__(f"system {system!r} does not support {capability!r}{why}{because}; "
                          f"pick another system or leave that out")
+
+
+class Capabilities(Mapping):
+    """What one system can do in one configuration (a run's settings and system
+    options): capability -> None (it can) or the one-line reason it cannot, which
+    the refusals quote ("" when the system gives none). Every capability of
+    CAPABILITIES is a key. Made by `System.capabilities_in`; a run's is
+    `capabilities_of(db)`."""
+
+    def __init__(self, system: str, reasons: Mapping[str, str | None]):
+        self.system = system
+        self._reasons = {c: "" for c in CAPABILITIES} | dict(reasons)
+
+    def __getitem__(self, capability: str) -> str | None:
+        return self._reasons[capability]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._reasons)
+
+    def __len__(self) -> int:
+        return len(self._reasons)
+
+    def __repr__(self) -> str:
+        return f"Capabilities({self.system!r}, {sorted(self.available)})"
+
+    @property
+    def available(self) -> frozenset[str]:
+        return frozenset(c for c, why in self._reasons.items() if why is None)
+
+    def has(self, capability: str) -> bool:
+        return self._reasons.get(capability, "") is None
+
+    def require(self, capability: str, needed_for: str = "") -> None:
+        if not self.has(capability):
+            raise Unsupported(self.system, capability, needed_for, self._reasons.get(capability) or "")
+
+    def supports(self, fault) -> bool:
+        """Whether a fault (a nemesis.fault.FaultKind: name, needs) can run: it has every capability it needs."""
+        return all(self.has(need) for need in fault.needs)
+
+    def require_fault(self, fault) -> None:
+        """Unsupported (one line, naming the missing capability's reason) unless `supports(fault)`."""
+        lacking = [need for need in fault.needs if not self.has(need)]
+        if lacking:
+            reason = self._reasons.get(lacking[0]) or f"it lacks the capability {lacking[0]!r} that this fault needs"
+            raise Unsupported(self.system, f"fault {fault.name}", "the nemesis", reason)
 
 
 # -- client errors (the history's fail / info) -------------------------------
@@ -88,7 +146,7 @@ class AbsentError(DefiniteError):
     connection: those are plain errors. Every system's client raises this for
     that answer and nothing else; the final phase of a run (workloads/log.py)
     takes a key whose log stays absent while the cluster is healthy as gone:
-    every acknowledged send to it is lost (checkers/absence.py)."""
+    every acknowledged send to it is lost (the `absent` column of the flat end rows, checkers/log_anomalies.py)."""
 
 
 # -- normalised state --------------------------------------------------------
@@ -207,6 +265,15 @@ class QueueClient(Protocol):
     async def close(self) -> None: ...
 
 
+@runtime_checkable
+class Transactional(Protocol):
+    """TRANSACTIONS: a DB that hands out queue clients."""
+
+    def queue_client(self, request_timeout: float, name: str, group: str, txn: bool = True) -> QueueClient:
+        """One process's client: `name` unique per process (a transactional id), `group` the run's
+        consumer group, `txn` False for a plain producer."""
+
+
 # -- capabilities -------------------------------------------------------------
 @runtime_checkable
 class Process(Protocol):
@@ -247,6 +314,22 @@ class Inspector(Protocol):
         {"time": ISO-8601 wall time, "node", "key", "event": "truncate" | "isr-shrink" | "isr-expand", ...}
         (truncate: from, to; isr-shrink: isr, out; isr-expand: isr, replica, leo, hw)."""
 
+    async def more_dumps(self) -> dict[str, dict]:
+        """DUMP: copies of the log besides the data nodes' (a remote tier's segments), by the
+        name they take among the dumps; {} when there are none."""
+
+    async def close(self) -> None:
+        """Release what the inspector holds (connections); the run calls it once, at the end."""
+
+
+@runtime_checkable
+class MetaGroup(Protocol):
+    """META_GROUP: an inspector that can name the group holding the cluster's metadata."""
+
+    async def meta_group(self, nodes: list[str]) -> dict | None:
+        """{"leader": node | None, "members": [nodes]} as the nodes report it now (NATS's
+        JetStream meta group); None: no node answers."""
+
 
 @runtime_checkable
 class RemoteTier(Protocol):
@@ -270,6 +353,32 @@ class RemoteTier(Protocol):
         changed; Unsupported (one line) where the system cannot slow its store."""
 
 
+@runtime_checkable
+class Membership(Protocol):
+    """MEMBERSHIP: the operators' membership changes (blocking calls; run them in a thread)."""
+
+    def replicas(self) -> dict[int, list[str]]:
+        """Every key's assigned replicas (node names) in preference order, as the authority says now."""
+
+    def reassign(self, key: int, nodes: list[str]) -> dict:
+        """Move the key's replicas to `nodes` (in this order); returns once the system accepted the
+        move (it completes in the background: new replicas catch up, then the old ones go) -> what
+        the system answered. A refusal raises RuntimeError (one line)."""
+
+    # optional: def unregister(self, node) -> str   remove a stopped node from the cluster's members
+    # (Kafka KRaft's UnregisterBroker); a system without it retires a node by stopping it
+
+
+@runtime_checkable
+class Wipeable(Protocol):
+    """WIPE, on the DB itself."""
+
+    def wipe(self, node: str) -> dict:
+        """The node's process is down: replace its data directory by an empty one, as a replaced disk
+        would be, prepared the way the system needs to start on it (Kafka KRaft: formatted again with
+        the run's cluster id); the same node id. -> what was done (the history op's value)."""
+
+
 # -- the system on a cluster ---------------------------------------------------
 @runtime_checkable
 class DB(Protocol):
@@ -279,9 +388,12 @@ class DB(Protocol):
     cluster: "Cluster"                 # the hosts it runs on
     nodes: list[str]                   # data nodes n1..nN (fault targets)
     hosts: list[str]                   # every host of the system (nodes + roles)
+    settings: dict                     # the run's settings (the system's own names)
+    options: "SystemOptions"           # the run's system options
     process: Process | None
     pausable: Pausable | None
     inspector: Inspector | None
+    remote_tier: RemoteTier | None     # None while the run has no remote tier
 
     def setup(self) -> None:
         """Install on every host and start every process (blocking)."""
@@ -350,14 +462,41 @@ class RunShape:
 
 
 @dataclass(frozen=True)
+class Parts:
+    """The classes of a system's objects: registration checks each against its
+    Protocol above (harness.registry.verify), and `System.make_db` makes the DB."""
+
+    db: type                          # DB, made as db(cluster, plan, shape, options, system)
+    client: type                      # LogClient: what db.client() returns
+    process: type | None = None       # Process: db.process (PROCESS)
+    pausable: type | None = None      # Pausable: db.pausable (PAUSE)
+    inspector: type | None = None     # Inspector (and MetaGroup with META_GROUP): db.inspector
+    remote_tier: type | None = None   # RemoteTier: db.remote_tier (REMOTE_TIER)
+    queue_client: type | None = None  # QueueClient: what db.queue_client() returns (TRANSACTIONS; the DB is Transactional)
+    membership: type | None = None    # Membership: db.membership (MEMBERSHIP; WIPE: the DB is Wipeable)
+
+
+# Which Parts field hands out each capability's object, and its Protocol (what registration checks).
+PART_PROTOCOLS = {"db": DB, "client": LogClient, "process": Process, "pausable": Pausable, "inspector": Inspector,
+                  "remote_tier": RemoteTier, "queue_client": QueueClient, "membership": Membership}
+PART_OF = {PROCESS: "process", PAUSE: "pausable", INSPECT: "inspector", DUMP: "inspector",
+           CHECKPOINTS: "inspector", EVENTS: "inspector", OFFSETS: "inspector", META_GROUP: "inspector",
+           REMOTE_TIER: "remote_tier", CLOCK: "db", DATA_FILES: "db", TRANSACTIONS: "queue_client",
+           WIPE: "db", MEMBERSHIP: "membership"}
+
+
+@dataclass(frozen=True)
 class System:
     """A registered system under test (entry-point group `replog.systems`)."""
 
     name: str
     description: str
     options: type[SystemOptions]
-    capabilities: frozenset[str]
-    make_db: Callable[["Cluster", HostPlan, RunShape, SystemOptions], DB]
+    # What the system can do with these settings and options: capability -> None (it can) or the
+    # one-line reason it cannot (the refusals quote it). The one place its capabilities are computed;
+    # a capability it does not name, it lacks.
+    capabilities_for: Callable[[dict, SystemOptions], dict[str, str | None]]
+    parts: Callable[[], Parts]                        # its objects' classes (imported when called)
     roles: dict[str, str] = field(default_factory=dict)   # role -> host name added to n1..nN
     # role hosts that depend on the settings (the replica's store host with tiered storage);
     # default: `roles`. Role hosts listed in `fault_roles` are fault targets like data nodes.
@@ -366,15 +505,9 @@ class System:
     code: tuple[str, ...] = ()                        # folders (repo-relative) installed on the hosts
     check_settings: Callable[[dict, SystemOptions], None] | None = None  # ValueError, one line
     setting_value: Callable[[str, dict, SystemOptions], float] | None = None  # effective value of a setting
-    lacks: dict[str, str] = field(default_factory=dict)  # capability -> why the system cannot have it
-    lacks_with: Callable[[dict], dict[str, str]] | None = None  # more of them under some system_options
     variant_option: str | None = None                 # the option scenarios expect verdicts per (era)
     variants: tuple[str, ...] = ()                    # its values
     default_settings: Callable[[int], dict] = lambda replication_factor: {}  # settings a spec gets unless set
-    # Whether a run with these settings and options has a remote tier (DB.remote_tier), so that a
-    # REMOTE_TIER fault is refused before any host exists; None: the system has none.
-    tiered: Callable[[dict, SystemOptions], bool] | None = None
-    tiered_how: str = ""                              # how a run turns its remote tier on (for that refusal)
     # Replication events (leader / follower / truncate / elect / recover dicts) from a store's nodes/ folder,
     # for the report's stories of lost writes; None: the report reads the replica's own log format.
     node_events: Callable[[Path], list[dict]] | None = None
@@ -382,10 +515,6 @@ class System:
     # beside the default system's model of them (function(name, store_root, runs=, from_store=,
     # subnet=, backend=) -> exit code); None: the system has no comparison.
     compare: str | None = None
-    # Deprecated, kept so adapters written before it was removed still construct: a
-    # system supports a fault when the fault's `needs` are among its capabilities
-    # (`supports`). If given, harness.registry checks it against them.
-    faults: frozenset[str] | None = None
 
     def variant_options(self, variant: str | None) -> dict:
         """system_options that select a variant."""
@@ -395,42 +524,31 @@ class System:
         roles = self.plan_roles(settings or {}, options) if self.plan_roles is not None else dict(self.roles)
         return HostPlan(data_nodes(nodes), roles, [h for r, h in roles.items() if r in self.fault_roles])
 
-    def has(self, capability: str) -> bool:
-        return capability in self.capabilities
+    def capabilities_in(self, settings: dict | None = None,
+                        options: SystemOptions | dict | None = None) -> Capabilities:
+        """Its capabilities with these settings and options (a dict is parsed; None: the defaults)."""
+        if not isinstance(options, SystemOptions):
+            options = self.parse_options(options)
+        return Capabilities(self.name, self.capabilities_for(dict(settings or {}), options))
 
-    def require(self, capability: str, needed_for: str = "") -> None:
-        if capability not in self.capabilities:
-            raise Unsupported(self.name, capability, needed_for, self.lacks.get(capability, ""))
-
-    def require_under(self, capability: str, options: dict, needed_for: str = "") -> None:
-        """`require`, and under these system_options too (`lacks_with`: e.g. a version without it)."""
-        self.require(capability, needed_for)
-        lacking = self.lacks_with(options or {}) if self.lacks_with is not None else {}
-        if capability in lacking:
-            raise Unsupported(self.name, capability, needed_for, lacking[capability])
-
-    def supports(self, fault) -> bool:
-        """Whether a fault (a nemesis.fault.FaultKind: name, needs) can run on this system:
-        every capability it needs is one of the system's."""
-        return all(need in self.capabilities for need in fault.needs)
-
-    def require_fault(self, fault) -> None:
-        """Unsupported (one line, naming the missing capability's reason) unless `supports(fault)`."""
-        lacking = [need for need in fault.needs if need not in self.capabilities]
-        if lacking:
-            reason = self.lacks.get(f"fault {fault.name}") or self.lacks.get(lacking[0]) or \
-                f"it lacks the capability {lacking[0]!r} that this fault needs"
-            raise Unsupported(self.name, f"fault {fault.name}", "the nemesis", reason)
+    def make_db(self, cluster: "Cluster", plan: HostPlan, shape: RunShape, options: SystemOptions) -> DB:
+        return self.parts().db(cluster, plan, shape, options, self)
 
     def parse_options(self, data: dict | None) -> SystemOptions:
         return self.options.model_validate(data or {})
 
 
+def capabilities_of(db: DB) -> Capabilities:
+    """A set-up run's capabilities: its system's with the run's settings and options."""
+    return db.system.capabilities_in(db.settings, db.options)
+
+
 def require(db: DB, capability: str, needed_for: str = ""):
-    """The capability object of a set-up system, or Unsupported."""
-    db.system.require(capability, needed_for)
-    obj = getattr(db, {PROCESS: "process", PAUSE: "pausable", REMOTE_TIER: "remote_tier"}.get(capability, "inspector"),
-                  None)
+    """The capability's object of a set-up system (process, pausable, inspector, remote_tier; the DB
+    itself for clock, data-files and transactions), or Unsupported."""
+    capabilities_of(db).require(capability, needed_for)
+    part = PART_OF[capability]
+    obj = db if part in ("db", "queue_client") else getattr(db, part)
     if obj is None:
-        raise Unsupported(db.system.name, capability, needed_for)
+        raise Unsupported(db.system.name, capability, needed_for, "this run hands out no object for it")
     return obj

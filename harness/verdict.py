@@ -1,7 +1,7 @@
 """From checkers to results.json and exit codes (0 valid, 1 invalid, 2
 unknown or error). The one place that decides what results.json says: the
-checkers' results, judged by the run's program when it has findings (a
-scenario's verdict, kept across a later `harness check`), written once by
+checkers' results (a scenario's verdict among them: the `scenario` checker,
+rebuilt from the history by every `harness check`), written once by
 harness.run_store.write_results."""
 from __future__ import annotations
 
@@ -15,9 +15,12 @@ def exit_code(results: dict | None) -> int:
     return 0 if valid is True else 1 if valid is False else 2
 
 
-def _judged(store_dir, checked: dict, findings: dict | None) -> dict:
-    """A scenario store keeps its scenario verdict: its findings are re-judged."""
-    section = findings if findings is not None else run_store.read_scenario_section(store_dir)
+def _judged(store_dir, checked: dict) -> dict:
+    """A scenario store written before its history kept the scenario's ops (the `scenario`
+    checker judged nothing) keeps its verdict: its old section is re-judged."""
+    if "scenario" in checked:
+        return checked
+    section = run_store.read_scenario_section(store_dir)
     if section is None:
         return checked
     from scenarios.results import judge
@@ -65,21 +68,22 @@ def first_times(store_dir, results: dict) -> dict:
 
 
 def workload_counts(store_dir, results: dict) -> dict:
-    """results.json's `workload_counts`: what the workload counted as it ran (test.json's
-    `final_reads.counts`; the queue workload: committed, aborted, indefinite, rebalances)."""
-    counts = ((run_store.read_json(Path(store_dir) / run_store.TEST) or {}).get("final_reads") or {}).get("counts")
+    """results.json's `workload_counts`: what the workload counted as it ran (the history's
+    `final-reads` op's `counts`, or an old store's test.json `final_reads.counts`; the queue
+    workload: committed, aborted, indefinite, rebalances)."""
+    final = run_store.final_reads(Path(store_dir))
+    counts = (final or {}).get("counts")
     if isinstance(counts, dict):
         results["workload_counts"] = counts
     return results
 
 
-def check_store(store_dir: Path, engine: str = "local", master: str | None = None,
-                findings: dict | None = None) -> dict:
+def check_store(store_dir: Path, engine: str = "local", master: str | None = None) -> dict:
     """Run the checkers on a store, judge, write results.json; -> the results."""
     from checkers import check_store as checkers_store
 
     checked = checkers_store.check_store(str(store_dir), engine=engine, master=master)
-    results = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked, findings)))
+    results = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked)))
     run_store.write_results(store_dir, results)
     return results
 
@@ -93,14 +97,20 @@ def check_stores(store_dirs: list[str], master: str | None = None, skip_bad: boo
         if not Path(store_dir).is_dir():
             out[store_dir] = checked
             continue
-        out[store_dir] = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked, None)))
+        out[store_dir] = workload_counts(store_dir, first_times(store_dir, _judged(store_dir, checked)))
         run_store.write_results(store_dir, out[store_dir])
     return out
 
 
-def unchecked(store_dir: Path, reason: str, findings: dict | None = None) -> dict:
-    """results.json of a run whose checkers did not run (--no-check)."""
-    results = _judged(store_dir, {"valid": "unknown", "error": reason}, findings)
+def unchecked(store_dir: Path, reason: str) -> dict:
+    """results.json of a run whose checkers did not run (--no-check, or they failed)."""
+    from checkers.check_store import judge_run
+
+    results = {"valid": "unknown", "error": reason}
+    try:   # a scenario's section still says what its steps did
+        results = judge_run(str(store_dir), None, results)
+    except Exception:
+        pass
     run_store.write_results(store_dir, results)
     return results
 

@@ -19,7 +19,11 @@ reads: one row per [offset, value] pair of an ok poll
     invoke_index (the poll's invocation), final (read in the final phase)
 ends: one row per key read in the final phase
     key, end_offset (the log's length: where the final consumer stood after
-    its last poll of the key), invoke_index, complete_index (of that poll).
+    its last poll of the key), invoke_index, complete_index (of that poll),
+    absent (the system's answer when the final phase found the key's log gone:
+    a final poll recorded with `"absent": {key: answer}`, workloads/log.py;
+    else None). The log checker counts every acknowledged send to such a key
+    as lost (`checkers.log_anomalies`, both engines).
     The final phase reads each key to its end (workloads/log.py stops at an
     empty poll at the end; other readers stop when their position reaches the
     end offset); a key without this row was not read after the final heal
@@ -71,7 +75,7 @@ from history import micro_ops
 SEND_COLUMNS = ("key", "value", "offset", "type", "process", "invoke_index", "complete_index")
 READ_COLUMNS = ("key", "offset", "value", "process", "index", "pos", "session", "invoke_index",
                 "final")
-END_COLUMNS = ("key", "end_offset", "invoke_index", "complete_index")
+END_COLUMNS = ("key", "end_offset", "invoke_index", "complete_index", "absent")
 RECORD_COLUMNS = ("node", "key", "offset", "epoch", "value")
 REPLICA_COLUMNS = ("node", "key", "hw", "leo", "log_start")
 REASSIGN_FS = frozenset({"assign", "subscribe"})
@@ -195,6 +199,7 @@ class Flattener:
         polled = poll_value(op.get("value"))
         if self.final_phase:
             self._final_poll(polled, process, index, invoke_index)
+            self._final_absent(op.get("absent"))
         return self._poll(polled, process, index, invoke_index)
 
     def _final_poll(self, polled: dict, process, index, invoke_index) -> None:
@@ -205,7 +210,16 @@ class Flattener:
             if pairs:
                 self.final_position[stream] = int(pairs[-1][0]) + 1
             end = self.final_position.get(stream, 0)
-            self.last_final[int(key)] = (int(key), end, invoke_index, index)
+            self.last_final[int(key)] = (int(key), end, invoke_index, index, None)
+
+    def _final_absent(self, marks) -> None:
+        """A final poll that found keys' logs gone (`absent`: key -> the system's answer)."""
+        if not isinstance(marks, dict):
+            return
+        for key, why in marks.items():
+            row = self.last_final.get(int(key))
+            if row is not None:
+                self.last_final[int(key)] = (*row[:4], str(why))
 
     def ends(self) -> list[tuple]:
         """End rows (END_COLUMNS) of the keys read in the final phase."""

@@ -215,7 +215,7 @@ class RunFlattener(ColumnFlattener):
             stream = (sess, key)
             if pairs:
                 self.final_position[stream] = last + 1
-            self.last_final[key] = (key, self.final_position.get(stream, 0), inv, index)
+            self.last_final[key] = (key, self.final_position.get(stream, 0), inv, index, None)
 
 
 def _array(column) -> pa.Array:

@@ -43,7 +43,8 @@ SCHEMAS = {
     "replicas": pa.schema([("run", pa.string()), ("node", pa.string()), ("key", pa.int64()),
                            ("hw", pa.int64()), ("leo", pa.int64()), ("log_start", pa.int64())]),
     "ends": pa.schema([("run", pa.string()), ("key", pa.int64()), ("end_offset", pa.int64()),
-                       ("invoke_index", pa.int64()), ("complete_index", pa.int64())]),
+                       ("invoke_index", pa.int64()), ("complete_index", pa.int64()),
+                       ("absent", pa.string())]),
 }
 
 

@@ -8,6 +8,11 @@ import time
 from typing import Any
 
 
+FINAL_READS = "final-reads"   # nemesis op: how far the final phase read each key back
+SCENARIO = "scenario"         # the process of a scenario's steps, bindings and measurements (harness.steps)
+HARNESS_PROCESSES = ("nemesis", SCENARIO)  # not clients: not in the op counts
+
+
 class HistoryWriter:
     """Appends ops to history.jsonl. Thread-safe; indexes are dense from 0."""
 
@@ -30,7 +35,7 @@ class HistoryWriter:
             self._f.write(json.dumps(op, separators=(",", ":")) + "\n")
             self._f.flush()
             self._index += 1
-            if process != "nemesis":
+            if process not in HARNESS_PROCESSES:
                 self.counts[type_] += 1
             return op
 

@@ -39,8 +39,8 @@ class ClockUnavailable(RuntimeError):
     """One line naming fault, host and fix."""
 
 
-def preflight(backend: str, system) -> None:
-    system.require(CLOCK, "fault clock (the process must read time through the C library)")
+def preflight(backend: str, capabilities) -> None:
+    capabilities.require(CLOCK, "fault clock (the process must read time through the C library)")
     if backend == "netns" and not any(_elf(p) for p in LIBS):
         raise ClockUnavailable(f"fault clock: this machine (netns backend) has no libfaketime; {FIX}")
 

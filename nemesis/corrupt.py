@@ -63,7 +63,7 @@ class Corrupt:
     def __init__(self, env):
         self.db = env.db
         self.process = require(env.db, PROCESS, "fault corrupt")
-        env.db.system.require(DATA_FILES, "fault corrupt")
+        require(env.db, DATA_FILES, "fault corrupt")
         self.remotes = env.remotes
         self.python = (env.cluster or env.db.cluster).layout.python
         self.log = env.log

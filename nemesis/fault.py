@@ -121,7 +121,7 @@ class FaultKind:
     parse_start: Callable[[Any], Request] | None = None   # step argument -> Request (default: nodes)
     parse_stop: Callable[[Any], Request | None] | None = None
     # Hooks of faults that change the hosts, called by the runner for the faults a run may use:
-    preflight: Callable[[str, Any], None] | None = None   # (backend, System), before any host exists
+    preflight: Callable[[str, Any], None] | None = None   # (backend, harness.sut.Capabilities of the run), before any host exists
     prepare: Callable[[FaultEnv], None] | None = None     # before the system starts (mount, LD_PRELOAD)
     release: Callable[[FaultEnv], None] | None = None     # after the system stopped (unmount)
     host_cleanup: Callable[[str], str] | None = None      # shell removing its state under a run folder

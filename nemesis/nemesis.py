@@ -11,7 +11,7 @@ import asyncio
 import random
 
 from harness import registry
-from harness.sut import PAUSE, PROCESS
+from harness.sut import PAUSE, PROCESS, capabilities_of
 from nemesis.fault import FaultEnv, Target
 
 
@@ -26,7 +26,7 @@ class Nemesis:
     def fault(self, name: str) -> tuple:
         if name not in self.faults:
             kind = registry.fault(name)
-            self.env.db.system.require_fault(kind)
+            capabilities_of(self.env.db).require_fault(kind)
             self.faults[name] = (kind, kind.make(self.env))
         return self.faults[name]
 
@@ -55,10 +55,11 @@ class Nemesis:
             for _kind, fault in self.faults.values():
                 fault.heal()
             db, restarted = self.env.db, []
+            capabilities = capabilities_of(db)
             for n in [*self.env.plan.nodes, *self.env.plan.roles.values()]:
-                if db.system.has(PAUSE) and db.pausable is not None:
+                if capabilities.has(PAUSE) and db.pausable is not None:
                     db.pausable.resume(n)
-                if db.system.has(PROCESS) and db.process is not None and not db.process.running(n):
+                if capabilities.has(PROCESS) and db.process is not None and not db.process.running(n):
                     db.process.start(n)
                     restarted.append(n)
             return {"healed": True, "restarted": restarted}

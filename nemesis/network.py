@@ -39,6 +39,20 @@ class Network:
                     remote.run(["iptables", "-w", "-A", CHAIN, "-s", self.remotes[src].address, *verdict])
         return grudges.describe(g)
 
+    def unapply(self, g: nx.DiGraph) -> dict[str, list[str]]:
+        """Remove the rules of the graph's grudge (a partial heal; dropped or refused alike),
+        keeping every other rule; -> the grudge that was healed."""
+        grudge = grudges.grudge_of(g)
+        verdicts = [["-j", "DROP"], ["-p", "tcp", "--tcp-flags", "RST", "RST", "-j", "ACCEPT"],
+                    ["-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"], ["-j", "REJECT"]]
+        for node, sources in grudge.items():
+            for src in sorted(sources):
+                for verdict in verdicts:
+                    while self.remotes[node].run(["iptables", "-w", "-D", CHAIN, "-s", self.remotes[src].address,
+                                                  *verdict], check=False).returncode == 0:
+                        pass
+        return grudges.describe(g)
+
     def heal(self) -> None:
         for remote in self.remotes.values():
             remote.run(["iptables", "-w", "-F", CHAIN], check=False)

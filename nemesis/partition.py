@@ -6,6 +6,8 @@ majorities ring, bridge, the leader, one-way, a role host). Scenario step:
 `partition: {cut: [X, Y]} | {one-way: {from: X, to: Y}} | {isolate: X} |
 {grudge: {X: [Y, Z]}}` (lists of each allowed), added to the rules in place;
 `reject: true` refuses the packets (TCP reset) instead of dropping them.
+`heal:` removes every rule; `heal: {one-way: {from: X, to: Y}}` (any of the
+above) only those, and the others stay.
 """
 from __future__ import annotations
 
@@ -92,10 +94,14 @@ def parse_start(arg: Any) -> PartitionArgs:
     return parse_model(PartitionArgs, arg)
 
 
-def parse_stop(arg: Any) -> None:
-    if arg not in (None, {}, True, "all"):
-        raise FaultArgError("takes no arguments (write `- heal:`)")
-    return None
+def parse_stop(arg: Any) -> PartitionArgs | None:
+    """`- heal:` removes every rule; `- heal: {one-way: {from: A, to: ctl}}` (any argument of
+    `partition`) removes only those cuts and keeps the others."""
+    if arg in (None, {}, True, "all"):
+        return None
+    if not isinstance(arg, dict):
+        raise FaultArgError("takes nothing (every cut) or the cuts to heal, e.g. heal: {one-way: {from: A, to: ctl}}")
+    return parse_model(PartitionArgs, arg)
 
 
 class Partition:
@@ -125,6 +131,9 @@ class Partition:
         return {**out, "reject": True} if target.detail.graph.get("reject") else out
 
     def stop(self, target, rng, record):
+        if target is not None and target.detail is not None:   # a scripted partial heal
+            record(PARTITION.stop, {"healed": self.network.unapply(target.detail)})
+            return
         self.network.heal()
         record(PARTITION.stop, None)
 

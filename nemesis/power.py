@@ -38,9 +38,9 @@ def fuse_device(path: str) -> bool:
     return stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (10, 229)
 
 
-def preflight(backend: str, system) -> None:
+def preflight(backend: str, capabilities) -> None:
     """Before any host exists: what can be checked from the harness machine."""
-    system.require(DATA_FILES, "fault power")
+    capabilities.require(DATA_FILES, "fault power")
     if backend in ("netns", "docker") and not fuse_device("/dev/fuse"):
         raise FaultUnavailable(f"fault power: this machine ({backend} backend) has no /dev/fuse; {FIX}")
     if backend == "netns":

@@ -27,16 +27,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from harness.sut import REMOTE_TIER, Unsupported
+from harness.sut import REMOTE_TIER, require
 from nemesis.fault import FaultArgError, FaultKind, Target, parse_model
 
 MODES = ("lose", "unavailable", "slow")
-
-
-def no_store(system) -> str:
-    """Why a remote-store fault cannot run, with the system's own way to turn tiered storage on."""
-    how = f": {system.tiered_how}" if system.tiered_how else ""
-    return f"the run has no remote store: turn {system.name}'s tiered storage on{how}"
 
 
 class RemoteStoreArgs(BaseModel):
@@ -84,11 +78,7 @@ def pick_segment(segments: list[dict], key: int, offset: int | None) -> dict | N
 
 class RemoteStore:
     def __init__(self, env):
-        db = env.db
-        db.system.require(REMOTE_TIER, "fault remote-store")
-        self.tier = getattr(db, "remote_tier", None)
-        if self.tier is None:
-            raise Unsupported(db.system.name, "fault remote-store", "the nemesis", no_store(db.system))
+        self.tier = require(env.db, REMOTE_TIER, "fault remote-store")
         self.log = env.log
         self.unavailable = False   # what the stop has to undo
         self.slow = False

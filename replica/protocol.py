@@ -115,6 +115,18 @@ AlterIsr (partition leader -> controller; a conditional update on version)
     Errors: INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER,
     INELIGIBLE_REPLICA (a replica to add is not alive), STALE_BROKER_EPOCH.
 
+AlterReassignment (client -> controller; Kafka's AlterPartitionReassignments, KIP-455)
+    -> topic, partition, replicas (the target set, in preference order)
+    <- replicas (the assignment now: old + adding while the reassignment runs),
+       target (null once complete)
+    The controller adds the new replicas to the assignment at once; when every
+    target replica is in the ISR, the assignment becomes the target, the ISR
+    keeps only target replicas, and a leader outside the target hands over to
+    the first target replica in the ISR. A broker dropped from the assignment
+    stops replicating the partition (its files stay). Errors:
+    UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (unknown broker, repeated or
+    empty replicas).
+
 IsrChangeNotification (partition leader -> controller)
     -> broker, partitions: [[topic, partition], ...]
     <- (nothing); the controller pushes UpdateMetadata to every live broker.
@@ -160,6 +172,7 @@ FETCH = "Fetch"
 LIST_OFFSETS = "ListOffsets"
 METADATA = "Metadata"
 CREATE_TOPIC = "CreateTopic"
+ALTER_REASSIGNMENT = "AlterReassignment"
 OFFSETS_FOR_LEADER_EPOCH = "OffsetsForLeaderEpoch"
 PUT_REMOTE_SEGMENT = "PutRemoteSegment"
 LIST_REMOTE_SEGMENTS = "ListRemoteSegments"
@@ -179,7 +192,7 @@ DUMP = "Dump"
 BROKER_APIS = (PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSETS_FOR_LEADER_EPOCH,
                LEADER_AND_ISR, UPDATE_METADATA, STATE, DUMP)
 CONTROLLER_APIS = (REGISTER, HEARTBEAT, ALTER_ISR, ISR_CHANGE_NOTIFICATION,
-                   CREATE_TOPIC, METADATA, STATE, PUT_REMOTE_SEGMENT, LIST_REMOTE_SEGMENTS)
+                   CREATE_TOPIC, METADATA, STATE, PUT_REMOTE_SEGMENT, LIST_REMOTE_SEGMENTS, ALTER_REASSIGNMENT)
 STORE_APIS = (PUT_OBJECT, GET_OBJECT, DELETE_OBJECT, LIST_OBJECTS)
 
 # --- Remote segment states (KIP-405's RemoteLogSegmentState) ------------------

@@ -122,7 +122,7 @@ def anomaly_keys(anomalies: list[Anomaly]) -> list[Any]:
 
 def gone_sentence(results: dict) -> str:
     """" The log of partition K was gone after recovery (...)" when the final phase found it so
-    (checkers/absence.py); "" otherwise."""
+    (the `absent` column of the flat end rows, checkers/log_anomalies.py); "" otherwise."""
     gone = ((results.get("checkers") or {}).get("log") or {}).get("absent") or {}
     if not gone:
         return ""

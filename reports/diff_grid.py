@@ -1,13 +1,15 @@
 """The replica-log diff grid: offsets down, replicas across, one cell per record.
 
-Built from the replicas' own dumps (``nodes/<node>/dump.json``), independently of
-the checker, so a reviewer sees the logs themselves.  Where replicas disagree at an
-offset, the cells are marked divergent if copies that had committed the offset
-(below their HW) disagree, and merely differing if only uncommitted tails differ
-(truncation will repair those). Copies disagree in their record (CRC, or value) or in
-their leader epoch, as the replica diff compares them: the record's CRC does not cover
-the epoch (Kafka's batch CRC leaves partitionLeaderEpoch out too), so an epoch-only
-difference is named apart (``Grid.epoch_only``) and shown in the cells.  Holes are
+The cells show the replicas' own dumps (``nodes/<node>/dump.json``), so a reviewer
+sees the logs themselves; which offsets differ is the replica diff's answer
+(its result's ``differences``, see checkers/replica_diff.py), never recomputed
+here, so the grid and the checker cannot disagree.  Where the copies differ, the
+cells are marked divergent if copies that had committed the offset (below their
+HW) disagree, and merely differing if only uncommitted tails differ (truncation
+will repair those); a divergence in the leader epoch alone is named apart
+(``Grid.epoch_only``) and shown in the cells.  A store whose results.json
+lacks ``differences`` (written before the checker listed them, or not checked)
+gets them from the same checker function over its dumps.  Holes are
 marked missing, and each replica's HW is
 drawn as a line above its first uncommitted offset.  Long logs are cut to windows
 around what is interesting, with the identical stretches elided.
@@ -84,60 +86,58 @@ def replica_logs(dumps: dict[str, dict]) -> dict[int, dict[str, dict]]:
     return out
 
 
-def _same(a: tuple, b: tuple) -> bool:
-    """Two records agree when their leader epochs (where both have one) and their CRCs
-    (or, lacking them, their values) are equal."""
-    if a[0] is not None and b[0] is not None and a[0] != b[0]:
-        return False
-    return _same_record(a, b)
-
-
-def _same_record(a: tuple, b: tuple) -> bool:
-    """The records themselves agree: their CRCs (or, lacking them, their values) are equal."""
-    if a[1] is not None and b[1] is not None:
-        return a[1] == b[1] and a[2] == b[2]
-    return a[2] == b[2]
-
-
-def classify(logs: dict[str, dict]) -> tuple[list[int], list[int], set[int], set[int], list[int]]:
-    """(offsets, divergent, differing, missing, epoch_only) of one partition's replica logs;
-    epoch_only: the divergent offsets whose committed copies hold the same record."""
-    replicas = sorted(logs)
-    hws = {r: logs[r]["hw"] for r in replicas}
-    offsets = sorted(set().union(*(logs[r]["records"] for r in replicas)) if replicas else set())
-    divergent, differing, missing, epoch_only = [], set(), set(), []
-    for off in offsets:
-        held = [logs[r]["records"][off] for r in replicas if off in logs[r]["records"]]
-        if any(not _same(held[0], h) for h in held[1:]):
-            committed = [logs[r]["records"][off] for r in replicas
-                         if off in logs[r]["records"] and hws[r] is not None and off < hws[r]]
-            if any(not _same(committed[0], h) for h in committed[1:]):
-                divergent.append(off)  # copies disagree on data they had committed
-                if all(_same_record(committed[0], h) for h in committed[1:]):
-                    epoch_only.append(off)  # ... on its leader epoch alone
-            else:
-                differing.add(off)  # an uncommitted tail that truncation will repair
-        if len(held) < len(replicas):
-            missing.add(off)
-    return offsets, divergent, differing, missing, epoch_only
-
-
-def divergent_records(logs: dict[int, dict[str, dict]]) -> list[tuple[int, int, list[tuple[str, Any, Any]]]]:
-    """(key, offset, [(node, epoch, value)]) wherever committed copies disagree."""
-    out = []
-    for key in sorted(logs):
-        for off in classify(logs[key])[1]:
-            out.append((key, off, [(n, logs[key][n]["records"][off][0], logs[key][n]["records"][off][2])
-                                   for n in sorted(logs[key]) if off in logs[key][n]["records"]]))
+def differences_by_key(results: dict | None, dumps: dict[str, dict]) -> dict[int, dict[int, dict]]:
+    """key -> offset -> the replica diff's `differences` entry (see the module docstring)."""
+    section = ((results or {}).get("checkers") or {}).get("replica-diff") if isinstance(results, dict) else None
+    listed = section.get("differences") if isinstance(section, dict) else None
+    if not isinstance(listed, list):
+        listed = _differences_of(dumps)
+    out: dict[int, dict[int, dict]] = {}
+    for entry in listed:
+        if isinstance(entry, dict) and (key := _int(entry.get("key"))) is not None \
+                and (off := _int(entry.get("offset"))) is not None:
+            out.setdefault(key, {})[off] = entry
     return out
 
 
-def build_grid(key: int, logs: dict[str, dict], focus: set[int] = frozenset()) -> Grid:
-    """The grid of one partition; offsets in ``focus`` (anomaly offsets) are never folded."""
+def _differences_of(dumps: dict[str, dict]) -> list[dict]:
+    """The checker's own `differences` over the dumps (no results.json to read them from)."""
+    from history.flatten import flatten_dumps
+    from checkers.replica_diff import differences
+
+    try:
+        return differences(*flatten_dumps(dumps))[1]
+    except (KeyError, TypeError, ValueError):
+        return []
+
+
+def classify(logs: dict[str, dict], found: dict[int, dict]) -> tuple[list[int], list[int], set[int], set[int], list[int]]:
+    """(offsets, divergent, differing, missing, epoch_only) of one partition: the offsets its
+    replicas hold, the replica diff's committed and uncommitted differences (`found`:
+    offset -> entry), the offsets some replica lacks, and the divergent offsets whose copies
+    differ in their leader epoch alone."""
+    replicas = sorted(logs)
+    offsets = sorted(set().union(*(logs[r]["records"] for r in replicas)) if replicas else set())
+    divergent = sorted(o for o, e in found.items() if e.get("committed"))
+    differing = {o for o, e in found.items() if not e.get("committed")}
+    epoch_only = [o for o in divergent if found[o].get("differs_in") == "epoch"]
+    missing = {o for o in offsets if sum(o in logs[r]["records"] for r in replicas) < len(replicas)}
+    return offsets, divergent, differing, missing, epoch_only
+
+
+def divergent_records(found: dict[int, dict[int, dict]]) -> list[tuple[int, int, list[tuple[str, Any, Any]]]]:
+    """(key, offset, [(node, epoch, value)]) of every divergence the replica diff lists."""
+    return [(key, off, [(n, e, v) for n, e, v, *_ in entry.get("replicas") or []])
+            for key in sorted(found) for off, entry in sorted(found[key].items()) if entry.get("committed")]
+
+
+def build_grid(key: int, logs: dict[str, dict], found: dict[int, dict], focus: set[int] = frozenset()) -> Grid:
+    """The grid of one partition (`found`: the replica diff's differences of it, offset ->
+    entry); offsets in ``focus`` (anomaly offsets) are never folded."""
     replicas = sorted(logs)
     hws = {r: logs[r]["hw"] for r in replicas}
     leos = {r: logs[r]["leo"] for r in replicas}
-    offsets, divergent, differing, missing, epoch_only = classify(logs)
+    offsets, divergent, differing, missing, epoch_only = classify(logs, found)
     interesting = set(divergent) | differing | set(focus) | {h for h in hws.values() if h is not None}
     if offsets:
         interesting |= {offsets[0], offsets[-1]}
@@ -187,11 +187,12 @@ def _row(off: int, replicas: list[str], logs: dict, hws: dict, divergent: bool, 
     return row
 
 
-def grids(dumps: dict[str, dict], keys: list[int], focus: dict[int, set[int]] | None = None,
-          logs: dict[int, dict[str, dict]] | None = None) -> list[Grid]:
-    """Grids for ``keys`` plus every partition whose replicas diverge; ``focus`` offsets unfolded."""
+def grids(dumps: dict[str, dict], keys: list[int], found: dict[int, dict[int, dict]],
+          focus: dict[int, set[int]] | None = None, logs: dict[int, dict[str, dict]] | None = None) -> list[Grid]:
+    """Grids for ``keys`` plus every partition whose replicas diverge (`found`:
+    differences_by_key); ``focus`` offsets unfolded."""
     logs = replica_logs(dumps) if logs is None else logs
     focus = focus or {}
-    built = {k: build_grid(k, logs[k], focus.get(k, set())) for k in logs}
+    built = {k: build_grid(k, logs[k], found.get(k, {}), focus.get(k, set())) for k in logs}
     chosen = [k for k in sorted(built) if k in set(keys) or built[k].divergent]
     return [built[k] for k in chosen]

@@ -21,12 +21,14 @@ _LEADER = re.compile(r"^leader in epoch (\d+) at leo (\d+) hw (\d+)")
 _FOLLOWER = re.compile(r"^follower of (\d+) in epoch (\d+) at leo (\d+) hw (\d+)")
 _TRUNCATED = re.compile(r"^truncated from leo (\d+) to (\d+)")
 _ELECTED = re.compile(r"^leader (\S+) epoch (\d+) isr \[([\d, ]*)\](.*)$")
+_ALTER_ISR = re.compile(r"^AlterIsr by (\d+): \[([\d, ]*)\] -> \[([\d, ]*)\]")
 _RECOVERED = re.compile(r"^(\S+) \S+ broker (\d+): recovered (\S+?)-(\d+): leo=(\d+) hw=(\d+)")
 
 
 @dataclass(frozen=True)
 class NodeEvent:
-    """One replication event of one key: kind is leader | follower | truncate | elect | recover."""
+    """One replication event of one key: kind is leader | follower | truncate | elect | recover | isr
+    (the controller applied an ISR change: `isr` the new set, `added` who joined it)."""
 
     t: float | None  # seconds since the run's start
     node: str
@@ -37,8 +39,13 @@ class NodeEvent:
     to: int | None = None  # a truncation's new LEO
     leader: str | None = None
     text: str = ""
+    isr: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
 
     def describe(self) -> str:
+        if self.kind == "isr":
+            return f"controller put {', '.join(self.added)} in the ISR [{', '.join(self.isr)}]" + \
+                (f" ({self.text})" if self.text else "")
         if self.kind == "truncate":
             if self.leo is None:
                 return f"{self.node} truncated its log to {self.to}" + (f" ({self.text})" if self.text else "")
@@ -61,6 +68,11 @@ def _parse(node: str, line: str, clock: RunClock) -> NodeEvent | None:
         return None
     t, key, text = clock.from_wall(m.group(1)), int(m.group(4)), m.group(5)
     if node == "ctl":
+        if e := _ALTER_ISR.match(text):
+            old, new = _ids(e.group(2)), _ids(e.group(3))
+            return NodeEvent(t, node, key, "isr", leader=_node(e.group(1)), isr=new,
+                             added=tuple(n for n in new if n not in old),
+                             text=f"AlterIsr by {_node(e.group(1))}, was [{', '.join(old)}]")
         if e := _ELECTED.match(text):
             reason = e.group(4).strip()
             return NodeEvent(t, node, key, "elect", epoch=int(e.group(2)), leader=_node(e.group(1)),
@@ -89,6 +101,10 @@ def _system_reader(store_dir: Path):
         return None
 
 
+def _ids(text: str) -> tuple[str, ...]:
+    return tuple(_node(x.strip()) for x in text.split(",") if x.strip())
+
+
 def _node(broker: str) -> str:
     return f"n{broker}" if broker.isdigit() else broker
 
@@ -106,7 +122,8 @@ def read_node_events(store_dir: Path, clock: RunClock) -> list[NodeEvent]:
         for d in reader(nodes):
             events.append(NodeEvent(clock.from_wall(d["time"]), d["node"], int(d["key"]), d["kind"],
                                     epoch=d.get("epoch"), leo=d.get("leo"), to=d.get("to"),
-                                    leader=d.get("leader"), text=d.get("text", "")))
+                                    leader=d.get("leader"), text=d.get("text", ""),
+                                    isr=tuple(d.get("isr") or ()), added=tuple(d.get("added") or ())))
         events.sort(key=lambda e: (e.t is None, e.t or 0.0))
         return events
     for node_dir in sorted(p for p in nodes.iterdir() if p.is_dir()):

@@ -148,6 +148,10 @@ def nemesis_label(op: Op) -> str:
         return f"{op.f} {' '.join(map(str, value))}".strip()
     if isinstance(value, str):
         return f"{op.f} {value}"
+    if isinstance(value, dict) and "healed" in value and (grudge := parse_grudge(value["healed"])):
+        return f"{op.f} {grudge_text(grudge)}"   # a partial heal: the cuts it ended
+    if isinstance(value, dict) and isinstance(value.get("text"), str):   # a fault's own words (disk-loss, membership)
+        return f"{op.f} {value['text']}"
     if isinstance(value, (dict, list)) and "partition" in str(op.f) and (grudge := parse_grudge(value)):
         return f"{op.f} {grudge_text(grudge)}"
     return str(op.f)
@@ -178,18 +182,26 @@ def fault_intervals(ops: list[Op], end_of_test: int,
         action = actions.get(f)
         if f == FINAL:
             for kind, starts in open_.items():
-                faults += [fault(kind, s, op.start, lbl, tuple(ix) + op.indices) for s, lbl, ix in starts]
+                faults += [fault(kind, s, op.start, lbl, tuple(ix) + op.indices) for s, lbl, ix, _v in starts]
             open_.clear()
             markers.append(op)
         elif action is None:
             markers.append(op)
         elif action[1]:
-            open_.setdefault(action[0], []).append((op.start, nemesis_label(op), list(op.indices)))
+            open_.setdefault(action[0], []).append((op.start, nemesis_label(op), list(op.indices), op.value))
         else:
-            for s, lbl, ix in open_.pop(action[0], []):
+            starts = open_.pop(action[0], [])
+            healed = op.value.get("healed") if isinstance(op.value, dict) else None
+            if healed is not None:   # a partial heal: it ends the cuts it names, the others stay open
+                gone = parse_grudge(healed)
+                keep = [x for x in starts if parse_grudge(x[3]) != gone]
+                if len(keep) < len(starts):
+                    open_[action[0]] = keep
+                    starts = [x for x in starts if x not in keep]
+            for s, lbl, ix, _v in starts:
                 faults.append(fault(action[0], s, op.start, f"{lbl} .. {nemesis_label(op)}",
                                     tuple(ix) + op.indices))
     for kind, starts in open_.items():
-        faults += [fault(kind, s, end_of_test, lbl, tuple(ix)) for s, lbl, ix in starts]
+        faults += [fault(kind, s, end_of_test, lbl, tuple(ix)) for s, lbl, ix, _v in starts]
     faults.sort(key=lambda f: f.start)
     return faults, markers

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import anomalies as anomalies_mod
 from .clock import run_clock
-from .diff_grid import divergent_records, grids, replica_logs
+from .diff_grid import differences_by_key, divergent_records, grids, replica_logs
 from .ops import fault_intervals, fault_table, mark_referenced, nemesis_label, pair_ops
 from .ops_table import select_rows
 from .perf_plots import latency_plot, overview_plot, throughput_plot
@@ -160,8 +160,9 @@ def _build(store_dir: Path) -> str:
 
     drops = scenario.leo_drops if scenario else _leo_drops(store.samples)
     logs = replica_logs(store.dumps)
+    differing = differences_by_key(store.results, store.dumps)
     told = stories(store.history, faults, store.samples, found, read_node_events(store.path, clock),
-                   drops, divergent_records(logs), held_values(logs) if logs else None)
+                   drops, divergent_records(differing), held_values(logs) if logs else None)
     keys = sorted(set(keys) | {s.key for s in told})
     marks = plot_marks(told)
     series = partition_series(store.samples, set(keys))
@@ -169,9 +170,9 @@ def _build(store_dir: Path) -> str:
         series = dict(sorted(series.items())[:DETAIL_PARTITIONS])
     replica_figs = [(k, replica_plot(s, faults, [d for d in drops if _same_key(d.get("key"), k)], marks.get(k, [])))
                     for k, s in sorted(series.items())]
-    diff = grids(store.dumps, keys, focus_offsets(told), logs)
+    diff = grids(store.dumps, keys, differing, focus_offsets(told), logs)
     if not diff and not keys:
-        diff = grids(store.dumps, list(range(DETAIL_PARTITIONS)), logs=logs)
+        diff = grids(store.dumps, list(range(DETAIL_PARTITIONS)), differing, logs=logs)
     timeline = windows(ops, faults)
     in_timeline = {i for w in timeline for b in w.boxes for i in b.indices}
     rows, total = select_rows(store.history, ops, referenced, also=in_timeline)

@@ -2,7 +2,7 @@
 
 A scenario run's verdict is the scenario's: what its configuration forbids was or
 was not found, and the expected outcome per variant was or was not met.  Its result
-also carries the acknowledged writes its final reads did not return, divergent offsets per replica, truncation points and ISR
+also carries the acknowledged writes the log checker found lost, the replica diff's divergent offsets per replica, truncation points and ISR
 changes; each list of records becomes a table whose op columns link to the ops.
 """
 
@@ -18,7 +18,7 @@ from .clock import RunClock, seconds
 
 # result field -> table title, in page order
 TABLES = {
-    "unread_acknowledged": "Acknowledged writes missing from the final reads",
+    "unread_acknowledged": "Acknowledged writes the log checker found lost",
     "divergence": "Divergent offsets (per replica)",
     "truncations": "Truncations (from broker logs)",
     "leo_drops": "LEO drops (truncation points seen in the samples)",

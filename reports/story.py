@@ -171,7 +171,7 @@ def _leader_at(events: list[NodeEvent], samples: list[dict], key: int, t: float)
 
 # ----------------------------------------------------------------- stories
 def _removal(events: list[NodeEvent], drops: list[dict], key: int, offset: int | None,
-             after: float) -> list[Event]:
+             after: float, samples: list[dict] | None = None) -> list[Event]:
     """Truncations over the offset and elections of a leader without it, after the ack."""
     if not isinstance(offset, int):
         return []
@@ -183,6 +183,13 @@ def _removal(events: list[NodeEvent], drops: list[dict], key: int, offset: int |
             out.append(Event(e.t, e.describe()))
         elif e.kind == "leader" and e.leo is not None and e.leo <= offset:
             out.append(Event(e.t, f"{e.describe()}: elected without offset {offset}"))
+            # how it could be elected: an ISR change since the ack that let it in (a late
+            # expansion about an earlier incarnation of it: KAFKA-14139, a replaced disk)
+            joins = [Event(i.t, i.describe()) for i in events
+                     if i.kind == "isr" and i.key == key and i.t is not None and after <= i.t <= e.t
+                     and e.node in i.added]
+            joins = joins or _isr_joins(samples or [], key, e.node, after, e.t)   # no log line: the samples
+            out += [j for j in joins if j not in out]
     if not any("truncated" in e.text for e in out):  # no broker log: the sampler's LEO drops
         for d in drops:
             t = d.get("time_ns")
@@ -191,6 +198,27 @@ def _removal(events: list[NodeEvent], drops: list[dict], key: int, offset: int |
                     and d["to"] <= offset < d["from"]):
                 out.append(Event(t / 1e9, f"{d.get('node')} LEO dropped from {d['from']} to {d['to']} (samples)"))
     out.sort(key=lambda e: e.t)
+    return out
+
+
+def _isr_joins(samples: list[dict], key: int, node: str, after: float, until: float) -> list[Event]:
+    """When `node` joined the key's ISR, as the leader's samples show it, between `after` and `until`
+    (seconds): the first sample that lists it after one that did not."""
+    seen: list[tuple[float, tuple[str, ...]]] = []
+    for s in samples:
+        t = s.get("time")
+        state = s.get("state") if isinstance(s.get("state"), dict) else {}
+        for p in state.get("partitions") or []:
+            if (isinstance(t, int) and isinstance(p, dict) and p.get("partition") == key
+                    and p.get("role") == "leader" and isinstance(p.get("isr"), list)):
+                seen.append((t / 1e9, tuple(str(x) for x in p["isr"])))
+    seen.sort()
+    out, was_in = [], None
+    for t, isr in seen:
+        now_in = node in isr
+        if now_in and was_in is False and after <= t <= until:
+            out.append(Event(t, f"{node} joined the ISR [{', '.join(isr)}] (samples)"))
+        was_in = now_in
     return out
 
 
@@ -257,7 +285,7 @@ def _story(key, offset, value, kind, acked, first_read, final, types, faults, sa
                        read.get("index"))
         if "read-then-lost" not in s.types and kind == "lost":
             s.types.append("read-then-lost")
-    s.removal = _removal(events, drops, key, offset, ack_t or 0.0)
+    s.removal = _removal(events, drops, key, offset, ack_t or 0.0, samples)
     s.faults = _faults(faults, ack_t or 0.0, s.lost_at)
     if isinstance(offset, int) and offset in final.get(key, {}):
         other = final[key][offset]

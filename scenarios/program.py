@@ -18,8 +18,9 @@ from typing import Any
 
 from harness import run_store
 from harness.spec import TestSpec
+from history.writer import SCENARIO
 from harness.steps import FaultStep, RunContext, Sleep, StepError, Write
-from harness.sut import CHECKPOINTS, EVENTS, INSPECT, PROCESS
+from harness.sut import CHECKPOINTS, EVENTS, INSPECT, PROCESS, capabilities_of
 from nemesis.fault import NodesRequest
 from scenarios import conditions, results, roles
 from scenarios.script import Scenario, Step, bound_ms, hosts_layout
@@ -97,7 +98,6 @@ class Wait:
                     "within": None if bound is None else ms <= bound, "observed": seen,
                     "poll_period_ms": OBSERVE_PERIOD * 1000, "event": m.event, "since_wall": since_wall,
                     "source": "polling"}
-            p.measurements.append(meas)
             ctx.log(f"measured {m.name}: {ms:g} ms since {m.since}" + ("" if bound is None else f" (bound {bound:g} ms)"))
             out["measure"] = meas
         return out
@@ -115,7 +115,6 @@ class ScenarioProgram:
         self.variant = variant
         self.faults = scenario.faults()
         self.layout: roles.Layout | None = None   # the run's hosts, from its plan (prepare)
-        self.measurements: list[dict] = []
         self.epoch_baseline: dict[int, int] = {}
         self.latest_epochs: dict[int, int] = {}
         self.ctx: RunContext | None = None
@@ -130,7 +129,8 @@ class ScenarioProgram:
         ctx.before_fault = self.mark_epochs
         run_store.write_json(ctx.store / run_store.SCENARIO, {
             "scenario": self.scenario.model_dump(mode="json", exclude={"steps"}),
-            "steps": [_step_json(s) for s in self.scenario.steps]})
+            "steps": [_step_json(s) for s in self.scenario.steps],
+            "judged": results.declared(self.scenario, self.variant)})
 
     def background(self, ctx: RunContext) -> list:
         return [self._watch_epochs()]
@@ -157,16 +157,22 @@ class ScenarioProgram:
     def describe(self, step) -> str:
         return _describe(getattr(step, "step", None) or _source(self.scenario, step.index))
 
-    def findings(self, ctx: RunContext | None, error: str | None) -> dict:
-        events = []
-        if ctx is not None and ctx.system.has(EVENTS):
+    def finish(self, error: str | None) -> None:
+        """After the logs are collected: what the scenario's verdict still needs goes into
+        the history (process `scenario`): the error that stopped the steps, the system's log
+        events (truncations, ISR changes), the scripted writes, the duration."""
+        ctx = self.ctx
+        if ctx is None:
+            return
+        if error is not None:
+            ctx.history.append(SCENARIO, "fail", "error", error)
+        if capabilities_of(ctx.db).has(EVENTS):
+            events = []
             for node in ctx.plan.nodes:
                 events += ctx.db.inspector.events(run_store.node_dir(ctx.store, node), node)
-        record = {"aliases": dict(ctx.aliases) if ctx else {}, "steps": ctx.step_log if ctx else [],
-                  "measurements": self.measurements, "writes": ctx.workload.writes if ctx else [],
-                  "final": ctx.final if ctx else None, "error": error, "events": events,
-                  "duration_s": round(time.monotonic() - self._started, 1)}
-        return results.findings(ctx.store, self.scenario, self.variant, record)
+            ctx.history.append(SCENARIO, "info", "events", events)
+        ctx.history.append(SCENARIO, "info", "end", {"writes": ctx.workload.writes,
+                                                     "duration_s": round(time.monotonic() - self._started, 1)})
 
     # -- observing -----------------------------------------------------------
     def client(self):
@@ -219,9 +225,10 @@ class ScenarioProgram:
         need = cond.needs()
         db = ctx.db
         obs = conditions.Observation(aliases=dict(ctx.aliases), epoch_baseline=dict(self.epoch_baseline))
-        if ctx.system.has(PROCESS) and (PROCESS in need or INSPECT in need):  # one look at the processes (a remote command per host on ssh/docker)
+        capabilities = capabilities_of(db)
+        if capabilities.has(PROCESS) and (PROCESS in need or INSPECT in need):  # one look at the processes (a remote command per host on ssh/docker)
             obs.up = await asyncio.to_thread(lambda: {n: db.process.running(n) for n in ctx.plan.hosts})
-        if ctx.system.has(INSPECT):
+        if capabilities.has(INSPECT):
             states = await asyncio.gather(*(db.inspector.state(n) if obs.up.get(n, True) else _none()
                                             for n in nodes))
             obs.states = {n: {k: s.as_json() for k, s in st.items()} for n, st in zip(nodes, states) if st is not None}

@@ -1,77 +1,93 @@
-"""What a scenario run found, for results.json.
+"""What a scenario run found, and its verdict: a registered checker (`scenario`).
 
-`findings()` gathers, once, what a person reviewing a scenario asks first:
-which acknowledged writes the final reads did not return (`unread_acknowledged`:
-key, offset, value, the op that acknowledged them; not the log checker's
-`lost-write`, which needs a read that skipped the write), at which offsets which replicas diverge, where each
+The run leaves everything in its store: the script's declared outcome in
+`scenario.json` ("judged": `declared`), and in the history, ops of process
+`scenario` (harness.steps.record_step, ScenarioProgram.finish): each step as
+it ran, the role bindings, the measurements, the error that stopped the
+steps, the system's log events, the scripted writes. `harness check` on the
+store therefore rebuilds the same verdict and the same `scenario` section
+of results.json as the run did (tests/scenarios: a fixture checks every store
+the scenario tests make).
+
+`findings()` gathers what a person reviewing a scenario asks first: which
+acknowledged writes were lost (`unread_acknowledged`: the log checker's own
+list, `checkers.log_anomalies.lost_sends`), at which offsets the replicas'
+copies differ (`divergence`: the replica diff's `differences`), where each
 replica truncated its log (the system's log events, and LEO drops between
 samples), ISR changes, and the measurements. `judge()` then turns the
 checkers' results and those findings into the scenario's verdict: the
 anomalies its configuration allows are set aside and the declared
-expectation is compared. `judge` is pure, so `harness check` re-judges a
-scenario store with fresh checker results and keeps its verdict.
+expectation is compared. Stores written before the history kept the
+scenario's ops are re-judged from their results.json section
+(harness.verdict).
 """
 from __future__ import annotations
 
-import json
-from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 from checkers.vocabulary import ANOMALIES
 from harness import run_store
+from history.writer import FINAL_READS, SCENARIO
 from scenarios.script import Scenario
 
 
-def unread_acknowledged(ops: list[dict], writes: list[dict]) -> list[dict] | None:
-    """Acknowledged sends missing from the final reads of their key (None: no final phase)."""
-    final_at = next((o["index"] for o in ops if o.get("process") == "nemesis" and o.get("f") == "final"), None)
-    if final_at is None:
-        return None
-    final = defaultdict(dict)  # key -> offset -> value
-    for o in ops:
-        if o["index"] > final_at and o.get("f") == "poll" and o.get("type") == "ok" and o.get("value"):
-            for key, pairs in o["value"].items():
-                for offset, value in pairs:
-                    final[int(key)][offset] = value
-    acks = {(w["key"], w["value"]): w.get("acks") for w in writes}
-    invokes = {}
-    lost = []
-    for o in ops:
-        if o.get("f") != "send" or o.get("process") == "nemesis":
+def declared(scenario: Scenario, variant: str | None) -> dict:
+    """What the script declares for the variant (scenario.json's "judged")."""
+    exp = scenario.expect.get(variant)
+    return {"name": scenario.name, "system": scenario.system, "variant": variant, "source": scenario.source,
+            "expected": None if exp is None else exp.model_dump(mode="json"),
+            "allowed_anomalies": scenario.allowed(variant),
+            "truncations": ([t.model_dump(mode="json") for t in scenario.truncations[variant]]
+                            if variant in scenario.truncations else None)}
+
+
+def record_of(ops: list[dict]) -> dict | None:
+    """The run's scenario record from its history ops (None: no op of process `scenario`)."""
+    record = {"aliases": {}, "steps": [], "measurements": [], "writes": [], "final": None, "error": None,
+              "events": [], "duration_s": None}
+    seen = False
+    for op in ops:
+        process, f, value = op.get("process"), op.get("f"), op.get("value")
+        if process == "nemesis" and f == FINAL_READS:
+            record["final"] = value
+        if process != SCENARIO:
             continue
-        if o["type"] == "invoke":
-            invokes[o["process"]] = o["index"]
-        elif o["type"] == "ok":
-            key, (offset, value) = o["value"]
-            if value not in final[key].values():
-                lost.append({"key": key, "offset": offset, "value": value, "op": o["index"],
-                             "invoke": invokes.get(o["process"]), "acks": acks.get((key, value)),
-                             "now_at_offset": final[key].get(offset)})
-    return lost
+        seen = True
+        if f == "step":
+            record["steps"].append(value)
+        elif f == "bind":
+            record["aliases"].update(value)
+        elif f == "measure":
+            record["measurements"].append(value)
+        elif f == "error":
+            record["error"] = value
+        elif f == "events":
+            record["events"] = value
+        elif f == "end":
+            record["writes"], record["duration_s"] = value.get("writes", []), value.get("duration_s")
+    return record if seen else None
 
 
-def divergence(dumps: dict[str, dict]) -> list[dict]:
-    """Offsets at which replicas hold different records; `committed` when the
-    offset is below the HW of every replica holding it."""
-    by_key = defaultdict(lambda: defaultdict(dict))  # key -> offset -> node -> (epoch, value)
-    hws = {}
-    for node, dump in dumps.items():
-        for part in dump.get("partitions", []):
-            key = int(part["partition"])
-            hws[(node, key)] = part.get("hw", 0)
-            for offset, epoch, _crc, value in part.get("records", []):
-                by_key[key][offset][node] = (epoch, value)
-    out = []
-    for key in sorted(by_key):
-        for offset in sorted(by_key[key]):
-            holders = by_key[key][offset]
-            if len({json.dumps(r) for r in holders.values()}) > 1:
-                out.append({"key": key, "offset": offset,
-                            "replicas": {n: {"epoch": e, "value": v, "hw": hws[(n, key)]}
-                                         for n, (e, v) in sorted(holders.items())},
-                            "committed": all(offset < hws[(n, key)] for n in holders)})
-    return out
+def lost_writes(record: dict, sends: list, reads: list, ends: list) -> list[dict] | None:
+    """The acknowledged writes the log checker finds lost, with the acks the script sent
+    them with (None: the run had no final phase, so it cannot say)."""
+    from checkers.log_anomalies import lost_sends
+
+    if record.get("final") is None:
+        return None
+    acks = {(w.get("key"), str(w.get("value"))): w.get("acks") for w in record.get("writes") or []}
+    return [{**w, "acks": acks.get((w["key"], str(w["value"])))} for w in lost_sends(sends, reads, ends)]
+
+
+def divergence(checked: dict) -> list[dict]:
+    """The replica diff's `differences` (checkers/replica_diff.py): offsets whose copies
+    differ, each replica's epoch, value and HW, and whether committed copies differ."""
+    diff = (checked.get("checkers") or {}).get("replica-diff") or {}
+    return [{"key": d["key"], "offset": d["offset"],
+             "replicas": {n: {"epoch": e, "value": v, "hw": hw} for n, e, v, hw in d["replicas"]},
+             "committed": d["committed"], "differs_in": d["differs_in"]}
+            for d in diff.get("differences") or []]
 
 
 def split_events(events: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -106,9 +122,9 @@ def leo_drops(samples: list[dict]) -> list[dict]:
     return out
 
 
-def truncation_check(expected: list, observed: list[dict], aliases: dict[str, str]) -> dict:
+def truncation_check(expected: list[dict], observed: list[dict], aliases: dict[str, str]) -> dict:
     """The declared truncation points, in order, against the broker log's."""
-    want = [{"node": aliases.get(t.node, t.node), "key": t.key, "to": t.to} for t in expected]
+    want = [{"node": aliases.get(t["node"], t["node"]), "key": t["key"], "to": t["to"]} for t in expected]
     seen = [{"node": t["node"], "key": t["key"], "to": t["to"]} for t in observed]
     return {"expected": want, "observed": seen, "match": want == seen}
 
@@ -153,25 +169,24 @@ def refine_measurement(m: dict, isr_changes: list[dict]) -> None:
 
 
 # ------------------------------------------------------------------ verdict
-def findings(store: Path, scenario: Scenario, variant: str, record: dict) -> dict:
-    """The scenario section of results.json, without the verdict (see judge)."""
-    ops = run_store.read_history(store)
-    dumps, _missing = run_store.read_dumps(store)
-    truncations, isr_changes = split_events(record.pop("events", []))
+def findings(declared: dict, record: dict, checked: dict, samples: list[dict], flat: tuple) -> dict:
+    """The scenario section of results.json, without the verdict (see judge). flat: the
+    history's (sends, reads, ends) rows (history.flatten)."""
+    record = dict(record)
+    truncations, isr_changes = split_events(record.pop("events", None) or [])
     for m in record.get("measurements", []):
         refine_measurement(m, isr_changes)
     trunc = None
-    if variant in scenario.truncations and not record.get("error"):
-        trunc = truncation_check(scenario.truncations[variant], truncations, record.get("aliases", {}))
-    exp = scenario.expect.get(variant)
+    if declared.get("truncations") is not None and not record.get("error"):
+        trunc = truncation_check(declared["truncations"], truncations, record.get("aliases", {}))
     return {
-        "name": scenario.name, "system": scenario.system, "variant": variant, "source": scenario.source,
-        "expected": None if exp is None else exp.model_dump(),
-        "allowed_anomalies": scenario.allowed(variant),
-        "unread_acknowledged": unread_acknowledged(ops, record.get("writes", [])),
-        "divergence": divergence(dumps),
+        "name": declared["name"], "system": declared["system"], "variant": declared["variant"],
+        "source": declared["source"], "expected": declared["expected"],
+        "allowed_anomalies": declared["allowed_anomalies"],
+        "unread_acknowledged": lost_writes(record, *flat),
+        "divergence": divergence(checked),
         "truncations": truncations,
-        "leo_drops": leo_drops(run_store.read_samples(store)),
+        "leo_drops": leo_drops(samples),
         "truncation_check": trunc,
         "isr_changes": isr_changes,
         **record,
@@ -226,6 +241,33 @@ def judge(checked: dict, section: dict) -> dict:
     return out
 
 
-def analyze(store: Path, scenario: Scenario, variant: str, checked: dict, record: dict) -> dict:
-    """findings + judge in one go."""
-    return judge(checked, findings(store, scenario, variant, dict(record)))
+def check_store(store_dir: str, data, checked: dict) -> dict | None:
+    """The `scenario` checker: a scenario store's results (the checkers' results judged, with
+    the scenario section), rebuilt from scenario.json and the history; None for any other
+    store, and for one written before its history kept the scenario's ops."""
+    store = Path(store_dir)
+    spec = run_store.read_json(store / run_store.SCENARIO) if (store / run_store.SCENARIO).exists() else None
+    if not isinstance(spec, dict) or not isinstance(spec.get("judged"), dict):
+        return None
+    ops = run_store.read_history(store)
+    record = record_of(ops)
+    if record is None:
+        return None
+    if data is None:   # the Spark engine: a scenario's history is small, flatten it here
+        from history.flatten import flatten
+
+        flat = flatten(ops)
+        rows = (flat[0], flat[1], flat.ends)
+    else:
+        rows = (data.sends, data.reads, data.ends)
+    return judge(checked, findings(spec["judged"], record, checked, run_store.read_samples(store), rows))
+
+
+def _declare():
+    from checkers.checker import Checker
+
+    return Checker("scenario", "a scenario run's verdict: the checkers' findings against what its script "
+                   "allows and expects, its measurements and truncation points", judge=check_store)
+
+
+CHECKER = _declare()

@@ -237,10 +237,11 @@ def _one_line(e: ValidationError) -> str:
     return f"{loc}: {msg}" if loc else msg
 
 
-def fault_actions(system) -> dict[str, tuple[str, bool]]:
-    """Step name -> (fault, stops it) for every registered fault the system supports."""
+def fault_actions() -> dict[str, tuple[str, bool]]:
+    """Step name -> (fault, stops it) for every registered fault (whether the system supports it
+    depends on a variant's settings and options: `_check_references_in` asks)."""
     out = {}
-    for name in registry.faults_for(system):
+    for name in registry.names(registry.FAULTS):
         kind = registry.fault(name)
         out[kind.name] = (name, False)
         out[kind.stop_step_name] = (name, True)
@@ -251,7 +252,7 @@ def _parse_step(index: int, raw: Any, system, allowed: tuple[str, ...] | None = 
     """`allowed`: the variants a step may name (the scenario's own, else the system's)."""
     where = f"step {index}"
     allowed = tuple(system.variants) if allowed is None else allowed
-    faults = fault_actions(system)
+    faults = fault_actions()
     actions_known = (*OWN_ACTIONS, *faults)
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: must be a mapping such as {{kill: n1}}, got {raw!r}")
@@ -384,19 +385,23 @@ def _check_references(scenario: Scenario, system) -> None:
     used, in every variant the scenario runs in (a host one variant lacks is named here, not
     dropped from a partition when the run reaches it)."""
     plans = {variant: layout(scenario, system, variant) for variant in checked_variants(scenario)}
+    capabilities = {variant: system.capabilities_in(scenario.variant_settings(variant), scenario.variant_options(variant))
+                    for variant in plans}
     distinct = {tuple(sorted(p.roles.items())) for p in plans.values()}
+    differ = len(distinct) > 1 or len({c.available for c in capabilities.values()}) > 1
     for variant, plan in plans.items():
-        _check_references_in(scenario, system, plan, variant if len(distinct) > 1 else None)
+        _check_references_in(scenario, system, capabilities[variant], plan, variant if differ else None)
 
 
 def check_run_hosts(scenario: Scenario, variant: str | None, system_options: dict, settings: dict) -> None:
     """Before any host exists: every reference names a host this run will have (an option
     such as Kafka's controllers=combined removes `ctl`); ScenarioError, one line."""
     system = scenario.system_def()
-    _check_references_in(scenario, system, _layout(scenario, system, system_options, settings), variant)
+    _check_references_in(scenario, system, system.capabilities_in(settings, system_options),
+                         _layout(scenario, system, system_options, settings), variant)
 
 
-def _check_references_in(scenario: Scenario, system, plan: roles.Layout, variant: str | None) -> None:
+def _check_references_in(scenario: Scenario, system, capabilities, plan: roles.Layout, variant: str | None) -> None:
     bound: set[str] = set()
     ids: set[str] = set()
     for step in scenario.steps:
@@ -410,12 +415,12 @@ def _check_references_in(scenario: Scenario, system, plan: roles.Layout, variant
             except roles.RefError as e:
                 raise ScenarioError(f"{where}: {e}") from None
             if parsed.meta:
-                system.require(META_GROUP, f"{where}: `{ref}`")
+                capabilities.require(META_GROUP, f"{where}: `{ref}`")
 
         try:
             if step.fault is not None:
                 for cap in registry.fault(step.fault).needs:
-                    system.require(cap, f"step {step.index} ({step.action})")
+                    capabilities.require(cap, f"step {step.index} ({step.action})")
                 for ref in (step.args.refs() if step.args is not None else []):
                     check(ref)
             elif step.action == "bind":
@@ -431,11 +436,11 @@ def _check_references_in(scenario: Scenario, system, plan: roles.Layout, variant
                 except conditions.ConditionError as e:
                     raise ScenarioError(f"{where}: {e}") from None
                 for cap in sorted(conditions.needs(step.parsed)):
-                    system.require(cap, f"{where}: `{step.parsed.text}`")
+                    capabilities.require(cap, f"{where}: `{step.parsed.text}`")
                 m = step.args.measure
                 if m is not None:
                     if m.event is not None:
-                        system.require("events", f"{where}: measure.event {m.event}")
+                        capabilities.require("events", f"{where}: measure.event {m.event}")
                     if m.since not in ids:
                         raise ScenarioError(f"{where}: measure.since {m.since!r} is not the id of an earlier step")
                     try:

@@ -68,3 +68,13 @@ def read_remote_file(remote, path: str, parse, errors: tuple = ()):
             return parse(local)
         except (OSError, RuntimeError, ValueError, subprocess.SubprocessError, *errors):
             return None
+
+
+def empty_dir(remote, path: str) -> int:
+    """Remove everything under `path`, keeping the directory itself (a faults layer may be
+    mounted on it): a replaced disk. -> the number of files removed."""
+    script = 'n=$(find "$1" -mindepth 1 -type f 2>/dev/null | wc -l); find "$1" -mindepth 1 -delete && ' \
+             'mkdir -p "$1" && sync "$1" && echo "$n"'
+    out = remote.run(["sh", "-c", script, "sh", path], timeout=120)
+    return int(out.stdout.strip().splitlines()[-1])
+

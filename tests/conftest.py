@@ -103,15 +103,45 @@ def pytest_collection_modifyitems(config, items):
     items[:] = keep
 
 
+_REBUILT: set[Path] = set()   # scenario stores already checked by `scenario_stores_rebuild`
+
+
+@pytest.fixture(autouse=True)
+def scenario_stores_rebuild(request):
+    """After each cluster test (tiers root, docker): every scenario store it made must be
+    rebuilt by `harness check` with its results.json deleted, to the same verdict and
+    scenario section (issue 38: the history is the run's one record). Session fixtures'
+    stores (hw_data_loss_runs) are checked after the first test that used them."""
+    yield
+    if not tiers_of(request.node) & {"root", "docker"}:
+        return
+    try:
+        base = Path(request.config._tmp_path_factory.getbasetemp())
+    except (AttributeError, ValueError):
+        return
+    from tests.scenarios.rebuild import is_scenario_store, rebuild_problem
+
+    stores = {p.parent.resolve() for p in base.rglob("scenario.json")} - _REBUILT   # `latest` links: once
+    problems = []
+    for store in sorted(stores):
+        if not is_scenario_store(store):
+            continue
+        _REBUILT.add(store)
+        problem = rebuild_problem(store)
+        if problem:
+            problems.append(problem)
+    assert not problems, "harness check does not rebuild the scenario: " + "; ".join(problems)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Every results.json the suite wrote holds the log and linearizability verdicts to one
-    rule (tests/checkers/test_linearizability.py): a lost or divergent acknowledged write is
+    rule (tests/checkers/verdict_rule.py): a lost or divergent acknowledged write is
     not linearizable, and a history the log checker passes is. A disagreement fails the run."""
     try:
         base = session.config._tmp_path_factory.getbasetemp()
     except (AttributeError, ValueError):
         return
-    from tests.checkers.test_linearizability import disagreement
+    from tests.checkers.verdict_rule import disagreement
 
     found = []
     for path in Path(base).rglob("results.json"):

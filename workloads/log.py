@@ -19,7 +19,7 @@ for ABSENT_STABLE seconds while every other key is healthy, is settled as
 gone at once (no waiting out the recovery timeout): its final poll is
 recorded `ok` with no records and `"absent": {key: the system's answer}`,
 and the checkers count every acknowledged send to it as lost
-(checkers/absence.py).
+(the `absent` column of the flat end rows, checkers/log_anomalies.py).
 """
 from __future__ import annotations
 
@@ -383,10 +383,9 @@ class LogWorkload:
         equals its log end (every record it holds is exposed) and the client's
         end offset reached it; without one, until the end offset stayed the same
         for `stable_for` seconds (longer than a follower's fetch backoff)."""
-        from harness.sut import INSPECT
+        from harness.sut import INSPECT, capabilities_of
 
-        system = getattr(self.db, "system", None)
-        inspector = self.db.inspector if system is not None and system.has(INSPECT) else None
+        inspector = self.db.inspector if capabilities_of(self.db).has(INSPECT) else None
         keys = [k for k in range(self.cfg.keys) if k not in skip]
         last: dict[int, tuple] = {k: (None, time.monotonic()) for k in keys}
         why: dict[int, str] = {k: "end offset never read" for k in keys}

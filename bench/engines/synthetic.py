@@ -321,7 +321,7 @@ def _write_ends(writer, ends, after: int) -> int:
     index `after` + 2 key (past every final read)."""
     keys = np.arange(len(ends), dtype=np.int64)
     writer.add_columns({"key": keys, "end_offset": ends, "invoke_index": after + 2 * keys,
-                        "complete_index": after + 2 * keys + 1})
+                        "complete_index": after + 2 * keys + 1, "absent": [None] * len(keys)})
     return len(keys)
 
 

@@ -27,6 +27,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from checkers.checker import data_checkers
 from harness import registry
 
 NO_DRIVER = {"valid": "unknown", "note": "no spark driver"}
@@ -56,7 +57,7 @@ class SparkJob:
 def drivers(names: set[str] | None = None) -> dict[str, object]:
     """Registered checker name (of `names`, default all) -> its Spark driver module (None: it has none)."""
     out = {}
-    for name, checker in registry.load_all(registry.CHECKERS).items():
+    for name, checker in data_checkers(registry.load_all(registry.CHECKERS)).items():
         if names is not None and name not in names:
             continue
         module = getattr(checker, "spark", None)

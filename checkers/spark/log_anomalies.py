@@ -33,10 +33,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from history.flatten import decode_value
-from checkers.log_anomalies import ANOMALIES, MAX_OPS, summarize
+from checkers.log_anomalies import ANOMALIES, MAX_OPS, absent_ends, absent_losses, summarize
 from checkers.spark.details import Request, lookup
 from checkers.spark.flags import flag
-from checkers.spark.tables import Tables, differs, k_of
+from checkers.spark.tables import Tables, differs, k_of, key_in_run, run_id
 
 def flags(tables: Tables) -> list[DataFrame]:
     """Every kind but the send-order ones (`send_order`, which needs the stepped keys)."""
@@ -202,7 +202,27 @@ def results(tables: Tables, top: dict) -> dict[str, dict]:
         count, payloads = top.get((run, "undecided-unseen"), (0, []))
         findings["undecided-unseen"] = (count, sorted({p["key"] for p in payloads}))
         out[run] = summarize(findings, checked=run in tables.observed)
+    _absent(tables, out)
     return out
+
+
+def _absent(tables: Tables, out: dict[str, dict]) -> None:
+    """Keys whose log was gone (ends.absent): their few rows are collected and
+    `checkers.log_anomalies.absent_losses` counts them, as the in-process kernel does."""
+    from history.flatten import END_COLUMNS, READ_COLUMNS, SEND_COLUMNS
+
+    ends = tables.ends.where(F.col("absent").isNotNull()).select("k", *END_COLUMNS[1:]).collect()
+    if not ends:
+        return
+    only = {row["k"] for row in ends}
+    sends = tables.raw("sends", only).select("k", *SEND_COLUMNS[1:]).collect()
+    reads = tables.raw("reads", only).select("k", *READ_COLUMNS[1:]).collect()
+    for rid, run in enumerate(tables.runs):
+        def rows(found):
+            return [(key_in_run(r[0]), *r[1:]) for r in found if run_id(r[0]) == rid]
+        run_ends = rows(ends)
+        if run_ends and run in out:
+            absent_losses(out[run], absent_ends(run_ends), rows(sends), rows(reads), run_ends)
 
 
 def _requests(rid: int, kind: str, p: dict) -> dict[str, Request]:

@@ -14,6 +14,12 @@ docstring). Inputs are the cached facts of `checkers.spark.tables`:
   at or above the key's lowest log start (broadcast join with the per-key
   ranges, a few thousand rows).
 
+- differences (not a finding: what readers of the logs show, see the kernel's
+  docstring): offsets whose final copies hold two or more distinct (epoch,
+  value); counted per run, the first MAX_DIFFERENCES per run (key, offset
+  order) collected with their copies and made entries by the kernel's own
+  `difference`.
+
 Like `checkers.spark.log_anomalies`, `flags` returns rows in the common flag shape so
 both checkers finish in one Spark job.
 """
@@ -24,10 +30,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from history.flatten import decode_value
-from checkers.replica_diff import ANOMALIES, MAX_OPS, summarize
+from checkers.replica_diff import ANOMALIES, MAX_DIFFERENCES, MAX_OPS, difference, summarize, with_differences
 from checkers.spark.details import Request, lookup
 from checkers.spark.flags import flag
-from checkers.spark.tables import Tables, differs, k_of
+from checkers.spark.tables import Tables, differs, k_of, key_in_run, run_id, run_of
 
 def flags(tables: Tables) -> list[DataFrame]:
     diverged = (F.col("c_lo") != F.col("c_hi")) | differs("c")
@@ -89,6 +95,31 @@ def results(tables: Tables, top: dict, complete: dict[str, bool] | None = None) 
         out[run] = summarize(findings, has_dumps=run in tables.dumped,
                              complete=complete.get(run, True),
                              final_reads=run not in tables.unfinished)
+    found = _differences(tables)
+    for rid, run in enumerate(tables.runs):
+        out[run] = with_differences(out[run], *found.get(rid, (0, [])))
+    return out
+
+
+def _differences(tables: Tables) -> dict[int, tuple[int, list[dict]]]:
+    """run id -> (count, first entries) of the offsets whose final copies differ."""
+    copies = (tables.raw("records").join(F.broadcast(tables.replicas.select("k", "node", "hw")), ["k", "node"])
+              .select("k", "offset", "node", "epoch", "vid", "vtext", "value", "hw"))
+    differ = (copies.groupBy("k", "offset")
+              .agg(F.countDistinct("epoch", "vid", "vtext").alias("n")).where(F.col("n") > 1)
+              .withColumn("rid", run_of(F.col("k"))))
+    totals = {row["rid"]: row["count"] for row in differ.groupBy("rid").count().collect()}
+    if not totals:
+        return {}
+    first = (differ.withColumn("at", F.row_number().over(Window.partitionBy("rid").orderBy("k", "offset")))
+             .where(F.col("at") <= MAX_DIFFERENCES).select("k", "offset"))
+    held: dict[tuple[int, int], list[tuple]] = {}
+    for row in copies.join(F.broadcast(first), ["k", "offset"]).collect():
+        held.setdefault((row["k"], row["offset"]), []).append((row["node"], row["epoch"], row["value"], row["hw"]))
+    out = {}
+    for rid, total in totals.items():
+        listed = sorted(key for key in held if run_id(key[0]) == rid)
+        out[rid] = (total, [difference(key_in_run(k), offset, held[(k, offset)]) for k, offset in listed])
     return out
 
 

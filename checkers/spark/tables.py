@@ -106,7 +106,7 @@ class Tables:
             "k", "node", "hw", "log_start", F.col("node").contains(PAST_MARK).alias("past")).cache()
         self.replicas = self.every_replica.where(~F.col("past")).drop("past")
         self.ends = self._keyed("ends").select("k", "end_offset", "invoke_index",
-                                               "complete_index").cache()
+                                               "complete_index", "absent").cache()
         self._cached: list[DataFrame] = [self.every_replica, self.ends]
         self.triples = self._cache(_triples(self.sends(), self.reads(), self.records()))
         # One scan of T, a row per key: runs with any observation (the log checker checked

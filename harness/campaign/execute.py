@@ -73,9 +73,10 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
         raise CampaignError("the netns backend needs root (network namespaces, veths, iptables): run as root")
     from harness.spec import SpecError, build_spec
     pairs = [(s, v) for s in campaign.systems for v in system_variants(campaign, registry.system(s))]
-    for system_name, variant in pairs:  # every variant with the file's options and settings makes a valid run spec
+    # every variant and workload with the file's options and settings makes a valid run spec
+    for (system_name, variant), workload in [(pair, w) for pair in pairs for w in campaign.workloads]:
         try:
-            spec = build_spec(None, system=system_name, variant=variant, **campaign.options)
+            spec = build_spec(None, system=system_name, variant=variant, workload=workload, **campaign.options)
             system = spec.system_def()
             if system.check_settings is not None:  # the system's own setting names and types
                 system.check_settings({**campaign.settings}, spec.options())
@@ -86,7 +87,7 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
         try:   # with the first system and variant: system_options are that system's own
             system_name, variant = pairs[0] if pairs else (None, None)
             build_spec(None, nemesis=faults, **({"system": system_name, "variant": variant} if system_name else {}),
-                       **campaign.options)
+                       workload=campaign.workloads[0], **campaign.options)
         except SpecError as e:
             raise CampaignError(f"campaign file {file}: field 'nemesis' {faults}: `harness run` refuses it ({e})") from None
 

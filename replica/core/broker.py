@@ -520,7 +520,7 @@ class BrokerCore:
             if replica_id == self.id or replica_id not in p.replicas:
                 self._reply(conn, corr, P.NOT_LEADER_OR_FOLLOWER, message=f"{replica_id} is not a follower")
                 return
-            self._update_follower(p, replica_id, offset, now)
+            self._update_follower(p, replica_id, offset, now, message.get("broker_epoch"))
             ready = offset < p.leo
         else:
             ready = offset < p.hw
@@ -612,11 +612,14 @@ class BrokerCore:
         self._reply(conn, corr, None, **self.dump())
 
     # ------------------------------------------------------------ leader side
-    def _update_follower(self, p: Partition, replica_id: int, offset: int, now: int) -> None:
+    def _update_follower(self, p: Partition, replica_id: int, offset: int, now: int,
+                         broker_epoch: int | None = None) -> None:
         rem = p.remotes.get(replica_id)
         if rem is None:
             rem = p.remotes[replica_id] = RemoteReplica()
         rem.leo = offset
+        rem.broker_epoch = broker_epoch if isinstance(broker_epoch, int) and not isinstance(broker_epoch, bool) \
+            else None
         if offset >= p.leo:
             rem.last_caught_up_ms = now
         elif offset >= rem.last_fetch_leader_leo and rem.last_fetch_time_ms is not None:
@@ -659,6 +662,11 @@ class BrokerCore:
 
     def _alter_isr(self, p: Partition, new_isr: list, now: int) -> None:
         p.pending_isr = list(new_isr)
+        # KIP-903: the broker epochs of the replicas added, as their fetches showed them now; a
+        # retry sends the same ones (the request is about the incarnation that caught up)
+        p.pending_isr_epochs = {str(r): p.remotes[r].broker_epoch for r in new_isr
+                                if r not in p.isr and r in p.remotes and p.remotes[r].broker_epoch is not None} \
+            if self.rules.isr_broker_epochs else None
         self._send_alter_isr(p, now)
 
     def _send_alter_isr(self, p: Partition, now: int) -> None:
@@ -666,7 +674,7 @@ class BrokerCore:
             CONTROLLER, P.ALTER_ISR,
             {"broker": self.id, "broker_epoch": self.broker_epoch, "topic": p.topic,
              "partition": p.partition, "leader_epoch": p.leader_epoch, "isr": list(p.pending_isr),
-             "version": p.version},
+             "version": p.version, **({"broker_epochs": p.pending_isr_epochs} if p.pending_isr_epochs else {})},
             (p.key, p.leader_epoch), now, self.config["controller.socket.timeout.ms"])
 
     def _on_alter_isr_response(self, pending: _Pending, message: dict, now: int) -> None:
@@ -734,7 +742,7 @@ class BrokerCore:
                 {"topic": p.topic, "partition": p.partition, "offset": p.leo, "replica_id": self.id,
                  "max_records": self.config["replica.fetch.max.records"], "max_wait_ms": self.wait_ms,
                  "max_bytes": self.config["replica.fetch.max.bytes"],
-                 "current_leader_epoch": current},
+                 "current_leader_epoch": current, "broker_epoch": self.broker_epoch},
                 ctx, now, self.wait_ms + self.socket_ms)
 
     def _follower_response_target(self, pending: _Pending) -> Partition | None:
@@ -891,6 +899,15 @@ class BrokerCore:
             return
         self.metadata[key] = u
         if self.id not in u["replicas"]:
+            p = self.partitions.get(key)
+            if p is not None and p.role != "none":   # reassigned away: stop replicating (the files stay)
+                self._abort_parked(p)
+                p.role, p.fetch_state, p.inflight, p.retry_at = "none", FetchState.IDLE, None, None
+                p.remotes = {}
+                p.pending_isr = p.pending_isr_corr = p.pending_isr_retry_at = None
+                p.replicas, p.isr, p.version = list(u["replicas"]), list(u["isr"]), u["version"]
+                p.leader, p.leader_epoch = u["leader"], u["leader_epoch"]
+                self._log(f"{p.topic}-{p.partition}: no longer a replica (replicas {p.replicas})")
             return
         p = self.partitions.get(key)
         if p is None:

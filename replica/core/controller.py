@@ -48,6 +48,7 @@ class ControllerCore:
             P.REGISTER: self._on_register, P.HEARTBEAT: self._on_heartbeat,
             P.ALTER_ISR: self._on_alter_isr, P.ISR_CHANGE_NOTIFICATION: self._on_isr_change,
             P.CREATE_TOPIC: self._on_create_topic, P.METADATA: self._on_metadata,
+            P.ALTER_REASSIGNMENT: self._on_alter_reassignment,
             P.STATE: self._on_state,
             P.PUT_REMOTE_SEGMENT: self._on_put_remote_segment,
             P.LIST_REMOTE_SEGMENTS: self._on_list_remote_segments,
@@ -306,6 +307,8 @@ class ControllerCore:
             error = P.INVALID_REQUEST
         elif any(r not in s["isr"] and not self._alive(r) for r in isr):
             error = P.INELIGIBLE_REPLICA
+        elif self.rules.isr_broker_epochs and self._stale_incarnation(s, isr, message.get("broker_epochs")):
+            error = P.INELIGIBLE_REPLICA
         else:
             error = None
         if error is not None:
@@ -317,6 +320,66 @@ class ControllerCore:
         self._persist()
         self._reply(conn, corr, None, leader=s["leader"], leader_epoch=s["leader_epoch"],
                     isr=list(s["isr"]), version=s["version"])
+        if self._complete_reassignment(topic, part):
+            self._persist()
+            self._push([(topic, part)])
+
+    def _stale_incarnation(self, s: dict, isr: list, epochs) -> bool:
+        """KIP-903: a replica the request adds, whose broker epoch (from the fetch the leader
+        saw) is not the one it registered with last, or is missing: the request is about an
+        earlier incarnation (before a replaced disk), whose log the new one may not have."""
+        epochs = epochs if isinstance(epochs, dict) else {}
+        for r in isr:
+            if r in s["isr"]:
+                continue
+            seen = epochs.get(str(r))
+            if seen != self.brokers[r]["epoch"]:
+                self._log(f"AlterIsr: replica {r} has broker epoch {self.brokers[r]['epoch']}, the request "
+                          f"saw {seen}: ineligible")
+                return True
+        return False
+
+    def _on_alter_reassignment(self, conn: Any, corr: Any, message: dict, now: int) -> None:
+        """KIP-455's reassignment: the target's new replicas join the assignment now; the
+        assignment becomes the target once they are all in the ISR (_complete_reassignment)."""
+        topic = get_str(message, "topic")
+        part = get_int(message, "partition")
+        target = message.get("replicas")
+        s = self.topics.get(topic, {}).get("partitions", {}).get(part)
+        if s is None:
+            self._reply(conn, corr, P.UNKNOWN_TOPIC_OR_PARTITION)
+            return
+        if (not isinstance(target, list) or not target or len(set(target)) != len(target)
+                or not all(isinstance(r, int) and not isinstance(r, bool) and r in self.brokers for r in target)):
+            raise BadRequest("field 'replicas' must be a non-empty list of distinct registered broker ids")
+        adding = [r for r in target if r not in s["replicas"]]
+        s["target"] = list(target)
+        if adding or target != s["replicas"]:
+            s["replicas"] = s["replicas"] + adding
+            self._set(s, s["leader"], s["isr"])
+            self._log(f"{topic}-{part}: reassignment to {target}: replicas now {s['replicas']}")
+        self._complete_reassignment(topic, part)
+        self._persist()
+        self._push([(topic, part)])
+        self._reply(conn, corr, None, replicas=list(s["replicas"]), target=s.get("target"))
+
+    def _complete_reassignment(self, topic: str, part: int) -> bool:
+        """The target's replicas all in the ISR: the assignment becomes the target (its order),
+        the ISR keeps only them, a leader outside it hands over. -> whether it completed."""
+        s = self.topics[topic]["partitions"][part]
+        target = s.get("target")
+        if not target or any(r not in s["isr"] for r in target):
+            return False
+        isr = [r for r in s["isr"] if r in target]
+        leader = s["leader"]
+        if leader not in target:
+            leader = next((r for r in target if r in isr and self._alive(r)), None)
+        s["replicas"] = list(target)
+        del s["target"]
+        self._set(s, leader, isr)
+        self._log(f"{topic}-{part}: reassignment complete: replicas {s['replicas']} leader {s['leader']} "
+                  f"epoch {s['leader_epoch']} isr {s['isr']}")
+        return True
 
     def _on_isr_change(self, conn: Any, corr: Any, message: dict, now: int) -> None:
         parts = message.get("partitions")

@@ -25,6 +25,12 @@ The rules (docs/DESIGN.md "Protocol generations" names them per era):
   LEO >= the leader's epoch start offset.
 - `bounced_broker_fails` (KIP-380): a broker that registers again while its
   session lives is handled by the controller as a failure plus a start.
+- `isr_broker_epochs` (KIP-903, KAFKA-14139): a follower's Fetch carries its broker
+  epoch; the leader's AlterIsr carries the broker epoch of each replica it adds, as
+  seen in the fetch that made it eligible, and the controller refuses the change
+  (INELIGIBLE_REPLICA) when that replica has registered again since (a replaced
+  disk: same id, empty log). Without it, a late ISR expansion puts the new
+  incarnation, with nothing in its log, into the ISR.
 - `replica_lag_time_max_ms`: the default of `replica.lag.time.max.ms` (KIP-537
   raised it to 30000 in Kafka 2.5).
 """
@@ -59,14 +65,15 @@ class EraRules:
     assign_epoch_at_election: bool
     isr_needs_epoch_start: bool
     bounced_broker_fails: bool
+    isr_broker_epochs: bool
     replica_lag_time_max_ms: int
 
 
 TABLE = (
-    #        name      kafka     cache  to_hw  lookup                     fence  assign isr_st bounce lag_ms
-    EraRules("hw",     "0.10.2", False, True,  EpochLookup.NONE,          False, False, False, False, 10000),
-    EraRules("kip101", "0.11.0", True,  False, EpochLookup.SINGLE_ROUND,  False, False, False, False, 10000),
-    EraRules("epoch",  "2.6",    True,  False, EpochLookup.ITERATIVE,     True,  True,  True,  True,  30000),
+    #        name      kafka     cache  to_hw  lookup                     fence  assign isr_st bounce isr_be lag_ms
+    EraRules("hw",     "0.10.2", False, True,  EpochLookup.NONE,          False, False, False, False, False, 10000),
+    EraRules("kip101", "0.11.0", True,  False, EpochLookup.SINGLE_ROUND,  False, False, False, False, False, 10000),
+    EraRules("epoch",  "2.6",    True,  False, EpochLookup.ITERATIVE,     True,  True,  True,  True,  True,  30000),
 )
 ERAS = tuple(row.name for row in TABLE)     # oldest first
 RULES = tuple(f.name for f in fields(EraRules) if f.name not in ("name", "kafka"))

@@ -38,6 +38,7 @@ class RemoteReplica:
     last_caught_up_ms: int | None = None   # None: never caught up
     last_fetch_leader_leo: int = 0
     last_fetch_time_ms: int | None = None
+    broker_epoch: int | None = None   # the follower's broker epoch in its last fetch (KIP-903)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Partition:
     remotes: dict = field(default_factory=dict)   # broker id -> RemoteReplica
     leader_epoch_start_offset: int = 0
     pending_isr: list | None = None   # AlterIsr in flight (or unanswered)
+    pending_isr_epochs: dict | None = None   # broker epochs of the replicas it adds (rule isr_broker_epochs)
     pending_isr_corr: int | None = None
     pending_isr_retry_at: int | None = None
     # follower state

@@ -41,7 +41,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         TRANSACTIONS, System, SystemOptions)
+                         MEMBERSHIP, TRANSACTIONS, WIPE, Parts, System, SystemOptions)
 
 CONTROLLER = "ctl"
 ZOOKEEPER = "zk"
@@ -96,10 +96,36 @@ def plan_roles(settings: dict, options: KafkaOptions | None = None) -> dict:
     return {"controller": CONTROLLER}
 
 
-def _make_db(cluster, plan, shape, options):
-    from systems.kafka.db import KafkaDb
+NO_TRANSACTIONS = ("Kafka {version} has no transactions or transactional offset commits (they came with 0.11, "
+                   "KIP-98); use --option version=0.11.0.3, 2.8.2 or 4.x")
 
-    return KafkaDb(cluster, plan, shape, options, SYSTEM)
+
+def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
+    """Every version; a remote tier only with tiered storage on (4.x); transactions from 0.11 on."""
+    return {
+        PROCESS: None, PAUSE: None, INSPECT: None, DUMP: None, CHECKPOINTS: None, EVENTS: None, DATA_FILES: None,
+        OFFSETS: None,
+        CLOCK: "the JVM's clock under libfaketime is not verified yet; clock faults are refused",
+        REMOTE_TIER: None if _tiered(settings, options) else
+        "tiered storage is off in this run: turn it on with --option tiered=true (Kafka 4.x), "
+        "or the topic setting remote.storage.enable: true",
+        TRANSACTIONS: NO_TRANSACTIONS.format(version=options.version) if options.version.startswith("0.10.") else None,
+        WIPE: None,
+        MEMBERSHIP: None if options.version not in ("0.10.2.2", "0.11.0.3") else
+        f"Kafka {options.version} has no AlterPartitionReassignments (KIP-455, Kafka 2.4): use 2.8.2 or 4.x",
+    }
+
+
+def parts() -> Parts:
+    from systems.kafka.client import KafkaLogClient
+    from systems.kafka.db import KafkaDb
+    from systems.kafka.inspector import KafkaInspector
+    from systems.kafka.membership import KafkaMembership
+    from systems.kafka.queue import KafkaQueueClient
+    from systems.kafka.tiered import KafkaRemoteTier
+
+    return Parts(db=KafkaDb, client=KafkaLogClient, process=KafkaDb, pausable=KafkaDb, inspector=KafkaInspector,
+                 remote_tier=KafkaRemoteTier, queue_client=KafkaQueueClient, membership=KafkaMembership)
 
 
 def check_settings(settings: dict, options: KafkaOptions) -> None:
@@ -115,18 +141,6 @@ def check_settings(settings: dict, options: KafkaOptions) -> None:
         if install.zk_era(options.version):
             raise ValueError(f"tiered storage (KIP-405) needs Kafka 4.x; {options.version} has none")
         install.ensure_tiered_jar(options.version)
-
-
-NO_TRANSACTIONS = ("Kafka {version} has no transactions or transactional offset commits (they came with 0.11, "
-                   "KIP-98); use --option version=0.11.0.3, 2.8.2 or 4.x")
-
-
-def _lacks_with(options: dict) -> dict:
-    """What a version lacks: 0.10.2 has no transactions (the queue workload's TRANSACTIONS)."""
-    version = str(options.get("version") or DEFAULT_VERSION)
-    if version.startswith("0.10."):
-        return {TRANSACTIONS: NO_TRANSACTIONS.format(version=version)}
-    return {}
 
 
 def node_events(nodes_dir):
@@ -146,14 +160,10 @@ SYSTEM = System(
     description="Apache Kafka 4.x (KRaft) or 0.10.2/0.11/2.8 (ZooKeeper) (jars from Maven Central, "
                 "confluent-kafka): topic `log`, controller ctl or zookeeper zk + brokers n1..nN",
     options=KafkaOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, DATA_FILES, OFFSETS,
-                            REMOTE_TIER, TRANSACTIONS}),
-    lacks_with=lambda options: _lacks_with(options),
-    make_db=_make_db,
+    capabilities_for=capabilities_for,
+    parts=parts,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,
-    tiered=_tiered,
-    tiered_how="--option tiered=true (Kafka 4.x), or the topic setting remote.storage.enable: true",
     check_settings=check_settings,
     setting_value=setting_value,
     variant_option="version",
@@ -161,8 +171,4 @@ SYSTEM = System(
     default_settings=lambda rf: {"min.insync.replicas": min(2, rf)},
     node_events=node_events,
     compare="systems.kafka.compare:compare_command",
-    lacks={
-        CLOCK: "the JVM's clock under libfaketime is not verified yet; clock faults are refused",
-        "fault clock": "the JVM's clock under libfaketime is not verified yet; clock faults are refused",
-    },
 )

@@ -20,12 +20,18 @@ from pathlib import Path
 
 ERA_RELEASES = {"hw": ("0.10.2.2",), "kip101": ("0.11.0.3",), "epoch": ("2.8.2", "4.1.1")}
 TIERED = ("tiered-fresh-follower", "tiered-out-of-sync-follower", "tiered-multiple-hard-failures")
-PAIRS = ("hw-data-loss", "hw-divergence", "fast-failover", *TIERED)
+PAIRS = ("hw-data-loss", "hw-divergence", "fast-failover", *TIERED, "replaced-disk")
+# KIP-903 (Kafka 3.5, KRaft) is the model's epoch era's rule isr_broker_epochs: the eras without it
+# against 2.8.2 (ZooKeeper, no KIP-903), the epoch era against 4.1.1
+REPLACED_DISK = {"hw": ("2.8.2",), "kip101": ("2.8.2",), "epoch": ("4.1.1",)}
 
 
 def eras_of(name: str) -> dict[str, tuple[str, ...]]:
     """The eras and releases a pair is compared in: tiered storage (KIP-405) exists only in
-    the model's epoch era and on Kafka 4.x."""
+    the model's epoch era and on Kafka 4.x; replaced-disk (KIP-903) in every era against the release
+    with or without the fix."""
+    if name == "replaced-disk":
+        return REPLACED_DISK
     return {"epoch": ("4.1.1",)} if name in TIERED else ERA_RELEASES
 
 

@@ -135,10 +135,11 @@ def render_zk_broker(node: str, addresses: dict[str, str], zookeeper: str, data_
 
 def render_zookeeper(data_dir: str, address: str) -> str:
     """zoo.cfg of the one ZooKeeper server (standalone). tickTime 500 ms lets the
-    brokers' sessions be as short as 1 s (ZooKeeper's floor is 2 ticks); the admin
+    brokers' sessions be as short as 1 s (ZooKeeper's floor is 2 ticks) and as long as
+    3 minutes (the replaced-disk scenario holds a broker's session through a disk replacement); the admin
     server (ZooKeeper 3.5+, it needs Jetty) is off."""
     return (f"dataDir={data_dir}\nclientPort={ZK_PORT}\nclientPortAddress={address}\ntickTime=500\n"
-            f"maxSessionTimeout=60000\nadmin.enableServer=false\n")
+            f"maxSessionTimeout=180000\nadmin.enableServer=false\n")
 
 
 def topic_config(settings: dict, options) -> dict:

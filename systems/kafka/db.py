@@ -27,10 +27,10 @@ from pathlib import Path
 from harness.cluster.base import ClusterError
 from harness.run_store import write_past_copies
 from harness.sut import HostPlan, RunShape
-from systems.daemons import NodeDaemons, last_line
+from systems.daemons import NodeDaemons, empty_dir, last_line
 from systems.kafka import install, tiered
 from systems.kafka.client import TOPIC, KafkaLogClient
-from systems.kafka.config import (BROKER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
+from systems.kafka.config import (BROKER_PORT, CONTROLLER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
                                   node_id, render_zookeeper, topic_config)
 from systems.kafka.inspector import KafkaInspector
 
@@ -98,9 +98,18 @@ class KafkaDb(NodeDaemons):
         self.killed_at: dict[str, float] = {}    # ZooKeeper era: node -> when it was SIGKILLed
         self.process = self
         self.pausable = self
+        self._membership = None
         self.inspector = KafkaInspector(self)
         self.remote_tier = tiered.KafkaRemoteTier(self, TOPIC, [node_id(n) for n in self.nodes]) \
             if self.tiered else None
+
+    @property
+    def membership(self):
+        """MEMBERSHIP (made on first use: Kafka before 2.4 refuses it in one line)."""
+        if self._membership is None:
+            from systems.kafka.membership import KafkaMembership
+            self._membership = KafkaMembership(self)
+        return self._membership
 
     # -- where things are ------------------------------------------------
     def roles(self, node: str) -> str:
@@ -200,6 +209,12 @@ class KafkaDb(NodeDaemons):
             local = os.path.join(tmp, f"{node}-{name}")
             Path(local).write_text(text)
             remote.put(local, os.path.join(self.node_dir(node), name))
+        self._format(node)
+
+    def _format(self, node: str) -> None:
+        """Kafka's StorageTool format of the node's data directory with the run's cluster id
+        (meta.properties gets the node id from the properties and a new directory id)."""
+        remote = self.cluster.remotes[node]
         fmt = [*self._java(node, "128m"), "kafka.tools.StorageTool", "format", "--ignore-formatted",
                "-t", self.cluster_id, "-c", self.props_path(node),
                "--feature", f"eligible.leader.replicas.version={1 if self.options.elr else 0}"]
@@ -212,6 +227,47 @@ class KafkaDb(NodeDaemons):
         # here (`sync FILE...` fsyncs files and directories), or a power fault under lazyfs would
         # leave a broker that cannot start, which is not what a test of the log is about.
         remote.run(["find", self.data_dir(node), "-exec", "sync", "{}", "+"], check=False, timeout=60)
+
+    def wipe(self, node: str) -> dict:
+        """WIPE: the stopped broker's disk replaced. KRaft: its data directory emptied and
+        formatted again with the run's cluster id (same node id, a new directory id);
+        ZooKeeper era: an empty log directory (the broker writes meta.properties itself).
+        The replicas it held are kept first as a past copy (the replica diff's divergence check)."""
+        if node not in self.nodes:
+            raise ClusterError(f"{node} is not a broker: only a broker's disk can be replaced")
+        self._keep_past_copy(node)
+        remote = self.cluster.remotes[node]
+        before = _directory_id(remote, self.data_dir(node))
+        out = {"files_removed": empty_dir(remote, self.data_dir(node))}
+        if self.zk_era:
+            out["registration"] = self._drop_zk_registration(node)
+        else:
+            self._format(node)
+            out.update(cluster_id=self.cluster_id, directory_id={"old": before,
+                                                                 "new": _directory_id(remote, self.data_dir(node))},
+                       registration=self.unregister(node))
+        return out
+
+    def unregister(self, node: str) -> str:
+        """KRaft: the broker's registration removed at the controller (UnregisterBroker, as its
+        session's expiry or an operator's `kafka-cluster.sh unregister` would), so that the next
+        incarnation registers at once -> "unregistered" | "absent" | why not."""
+        from systems.kafka.registration import RegistrationError, unregister_broker
+
+        controllers = [self.controller] if self.controller else [v for v in self.voters if v != node]
+        why = "no controller to ask"
+        for c in controllers:
+            try:
+                error = unregister_broker(self.cluster.remotes[c].address, CONTROLLER_PORT, node_id(node))
+            except RegistrationError as e:
+                why = str(e)
+                continue
+            if error is None:
+                return "unregistered"
+            if error == "BROKER_ID_NOT_REGISTERED":
+                return "absent"
+            why = error
+        return f"not unregistered ({why})"
 
     def _install_zk_era(self, node: str, addresses: dict[str, str], tmp: str) -> None:
         """zoo.cfg on the ZooKeeper host, server.properties on a broker, log4j 1.x on both;
@@ -363,6 +419,22 @@ class KafkaDb(NodeDaemons):
         if left > 0:
             time.sleep(left)
 
+    def _drop_zk_registration(self, node: str) -> str:
+        """ZooKeeper era: the replaced broker's old registration (`/brokers/ids/<id>`, an
+        ephemeral node of its dead session) deleted, as the session's expiry would, so that
+        the new incarnation registers when it starts instead of waiting the session out:
+        a replacement must not take longer than a session (the `replaced-disk` scenario holds
+        its leader's requests meanwhile, and the leader's session is as long)."""
+        remote = self.cluster.remotes[self.zookeeper]
+        path = f"/brokers/ids/{node_id(node)}"
+        argv = [*self._java(self.zookeeper, "64m"), "org.apache.zookeeper.ZooKeeperMain", "-server",
+                f"{remote.address}:{ZK_PORT}", "delete", path]
+        out = remote.run(argv, check=False, timeout=90)
+        self.killed_at.pop(node, None)
+        text = (out.stdout + out.stderr)
+        return "absent" if "Node does not exist" in text else ("deleted" if out.returncode == 0 else
+                                                              f"not deleted ({last_line(text)})")
+
     def _keep_past_copy(self, node: str) -> None:
         """The stopped broker's replicas as its disk holds them, before it restarts.
 
@@ -454,6 +526,13 @@ class KafkaDb(NodeDaemons):
             return json.loads(out.stdout)
         except ValueError:
             return None
+
+
+def _directory_id(remote, data_dir: str) -> str | None:
+    """`directory.id` of a KRaft log directory's meta.properties (None: none yet)."""
+    out = remote.run(["sh", "-c", 'grep "^directory.id=" "$1/meta.properties" 2>/dev/null | cut -d= -f2', "sh",
+                      data_dir], check=False)
+    return out.stdout.strip() or None
 
 
 def _separate_filesystem(remote) -> bool:

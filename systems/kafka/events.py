@@ -229,7 +229,7 @@ def controller_events(paths: list[Path]) -> list[dict]:
 
 
 # -- the report's story: who led, who followed, who truncated, who was elected ---
-_BROKER_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader " + TOPIC + r"-(\d+) with topic id .*? starts at leader epoch "
+_BROKER_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader " + TOPIC + r"-(\d+) (?:with topic id .*? )?starts at leader epoch "
                             r"(\d+) from offset (\d+)")
 _BROKER_FOLLOWER = re.compile(r"\[Broker id=(\d+)\] Follower " + TOPIC + r"-(\d+) starts at leader epoch (\d+) from "
                               r"offset (\d+) .*?Current leader is (-?\d+)")

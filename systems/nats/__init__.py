@@ -18,11 +18,12 @@ nats-server configuration fields (systems/nats/config.py).
 
 Dumps: after the run, each node's stopped store is read back through a
 standalone nats-server (systems/nats/dump.py), so the replica diff compares
-the copies. Not available (`lacks` below says why), so refused at
+the copies. Not available (`capabilities_for` below says why), so refused at
 validation: persisted high watermarks (checkpoints), scenario conditions on
 LEO/HW, and clock faults.
 Faults: kill, pause, partition, packet, and on the data directory (which
-holds JetStream's files only) power and corrupt.
+holds JetStream's files only) power and corrupt; disk-loss and membership
+are refused (capabilities_for says why).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from typing import Literal
 from pydantic import field_validator, model_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, META_GROUP, OFFSETS, PAUSE, PROCESS,
-                         TRANSACTIONS, System, SystemOptions)
+                         MEMBERSHIP, REMOTE_TIER, TRANSACTIONS, WIPE, Parts, System, SystemOptions)
 
 STORAGE = ("file", "memory")
 MEMORY_NO_DUMP = ("memory storage keeps no copy once the servers stop, so there is no replica to read back "
@@ -86,10 +87,30 @@ class NatsOptions(SystemOptions):
         return self
 
 
-def _make_db(cluster, plan, shape, options):
-    from systems.nats.db import NatsDb
+def capabilities_for(settings: dict, options: NatsOptions) -> dict:
+    """What JetStream lets the harness see and do; dumps only of file storage."""
+    return {
+        PROCESS: None, PAUSE: None, INSPECT: None, DATA_FILES: None, META_GROUP: None,
+        DUMP: MEMORY_NO_DUMP if options.storage == "memory" else None,
+        OFFSETS: "JetStream exposes no replica's Raft commit index; LEO/HW conditions need the replica's internals",
+        CHECKPOINTS: "JetStream persists no high watermark per stream",
+        EVENTS: "nats-server logs no truncations or ISR changes",
+        CLOCK: "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
+        REMOTE_TIER: "JetStream has no tiered storage",
+        TRANSACTIONS: "JetStream has no transactions spanning subjects and no consumer offsets committed "
+                      "inside one (the queue workload's exactly-once processing)",
+        WIPE: "not built for nats-server: a server whose JetStream store is emptied comes back under the same "
+              "server name and Raft peer id, which its stream groups do not expect to have lost its log",
+        MEMBERSHIP: "not built for nats-server: its peer removal and stream placement moves are not driven here",
+    }
 
-    return NatsDb(cluster, plan, shape, options, SYSTEM)
+
+def parts() -> Parts:
+    from systems.nats.client import NatsLogClient
+    from systems.nats.db import NatsDb
+    from systems.nats.inspector import NatsInspector
+
+    return Parts(db=NatsDb, client=NatsLogClient, process=NatsDb, pausable=NatsDb, inspector=NatsInspector)
 
 
 def check_settings(settings: dict, options: NatsOptions) -> None:
@@ -103,20 +124,9 @@ SYSTEM = System(
     description="NATS JetStream (nats-server: Debian's 2.9.10 or a release, nats-py): one stream per key, "
                 "nodes n1..nN",
     options=NatsOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DATA_FILES, DUMP, META_GROUP}),
-    faults=frozenset({"kill", "pause", "partition", "packet", "power", "corrupt"}),
-    make_db=_make_db,
+    capabilities_for=capabilities_for,
+    parts=parts,
     check_settings=check_settings,
-    lacks_with=lambda options: {DUMP: MEMORY_NO_DUMP} if options.get("storage") == "memory" else {},
     variant_option="storage",   # scenarios expect verdicts per storage type
     variants=STORAGE,
-    lacks={
-        TRANSACTIONS: "JetStream has no transactions spanning subjects and no consumer offsets committed "
-                      "inside one (the queue workload's exactly-once processing)",
-        OFFSETS: "JetStream exposes no replica's Raft commit index; LEO/HW conditions need the replica's internals",
-        CHECKPOINTS: "JetStream persists no high watermark per stream",
-        EVENTS: "nats-server logs no truncations or ISR changes",
-        CLOCK: "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
-        "fault clock": "nats-server (Go) reads the clock without the C library, so libfaketime cannot move it",
-    },
 )

@@ -73,6 +73,7 @@ class NatsDb(NodeDaemons):
         self.process = self
         self.pausable = self
         self.inspector = NatsInspector(self)
+        self.remote_tier = None      # JetStream has no tiered storage
 
     # -- where things are ------------------------------------------------
     def address(self, node: str) -> tuple[str, int]:

@@ -127,5 +127,8 @@ class NatsInspector:
     def events(self, node_dir, node: str) -> list[dict]:
         return []
 
+    async def more_dumps(self) -> dict[str, dict]:
+        return {}   # JetStream keeps no copy besides the servers'
+
     async def close(self) -> None:
         return None

@@ -11,7 +11,7 @@ from typing import Literal
 
 from replica.protocol import ERAS
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
-                         TRANSACTIONS, System, SystemOptions)
+                         MEMBERSHIP, TRANSACTIONS, WIPE, Parts, System, SystemOptions)
 
 CONTROLLER = "ctl"
 STORE = "store"          # tiered storage's object store (replica.remote_store), when enabled
@@ -31,10 +31,24 @@ class ReplicaOptions(SystemOptions):
     era: Literal[ERAS] = "epoch"
 
 
-def _make_db(cluster, plan, shape, options):
-    from systems.replica.db import ReplicaDb
+def capabilities_for(settings: dict, options: ReplicaOptions) -> dict:
+    """Everything, in every era; a remote tier only with tiered storage on."""
+    return {PROCESS: None, PAUSE: None, INSPECT: None, DUMP: None, CHECKPOINTS: None, EVENTS: None, CLOCK: None,
+            DATA_FILES: None, OFFSETS: None, WIPE: None, MEMBERSHIP: None,
+            REMOTE_TIER: None if tiered(settings) else "tiered storage is off in this run: turn it on with "
+                                                       "--set remote.storage.enable=true",
+            TRANSACTIONS: "the replica has no transactions and no consumer groups (Kafka's protocol before 0.11)"}
 
-    return ReplicaDb(cluster, plan, shape, options, SYSTEM)
+
+def parts() -> Parts:
+    from systems.replica.client import ReplicaLogClient
+    from systems.replica.db import ReplicaDb
+    from systems.replica.inspector import ReplicaInspector
+    from systems.replica.membership import ReplicaMembership
+    from systems.replica.remote_tier import ReplicaRemoteTier
+
+    return Parts(db=ReplicaDb, client=ReplicaLogClient, process=ReplicaDb, pausable=ReplicaDb,
+                 inspector=ReplicaInspector, remote_tier=ReplicaRemoteTier, membership=ReplicaMembership)
 
 
 def check_settings(settings: dict, options: ReplicaOptions) -> None:
@@ -64,13 +78,10 @@ SYSTEM = System(
     name="replica",
     description="replica/: Kafka-style replicated log (eras hw, kip101, epoch), controller ctl + brokers n1..nN",
     options=ReplicaOptions,
-    capabilities=frozenset({PROCESS, PAUSE, INSPECT, DUMP, CHECKPOINTS, EVENTS, CLOCK, DATA_FILES, OFFSETS,
-                            REMOTE_TIER}),
-    make_db=_make_db,
+    capabilities_for=capabilities_for,
+    parts=parts,
     roles={"controller": CONTROLLER},
     plan_roles=plan_roles,
-    tiered=lambda settings, options: tiered(settings),
-    tiered_how="--set remote.storage.enable=true",
     fault_roles=("store",),
     code=("replica",),
     check_settings=check_settings,
@@ -78,5 +89,4 @@ SYSTEM = System(
     variant_option="era",
     variants=ERAS,
     default_settings=lambda rf: {"min.insync.replicas": min(2, rf)},
-    lacks={TRANSACTIONS: "the replica has no transactions and no consumer groups (Kafka's protocol before 0.11)"},
 )

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from harness.sut import HostPlan, RunShape
-from systems.daemons import NodeDaemons
+from systems.daemons import NodeDaemons, empty_dir
 from systems.replica.client import ReplicaLogClient
 from systems.replica.inspector import ReplicaInspector
 from systems.replica.remote_tier import ReplicaRemoteTier
@@ -25,6 +25,7 @@ class ReplicaDb(NodeDaemons):
     def __init__(self, cluster, plan: HostPlan, shape: RunShape, options, system):
         self.system = system
         self.cluster = cluster
+        self.options = options
         self.era = options.era
         self.controller = plan.roles["controller"]
         self.store = plan.roles.get("store")        # tiered storage's object store host, if any
@@ -35,8 +36,17 @@ class ReplicaDb(NodeDaemons):
         self.env: dict[str, dict[str, str]] = {}
         self.process = self
         self.pausable = self
+        self._membership = None
         self.inspector = ReplicaInspector(self)
         self.remote_tier = ReplicaRemoteTier(self, self.store) if self.store else None
+
+    @property
+    def membership(self):
+        """MEMBERSHIP: the controller's partition reassignment."""
+        if self._membership is None:
+            from systems.replica.membership import ReplicaMembership
+            self._membership = ReplicaMembership(self)
+        return self._membership
 
     # -- addresses -------------------------------------------------------
     def broker_id(self, node: str) -> int:
@@ -109,6 +119,11 @@ class ReplicaDb(NodeDaemons):
         put_cluster_secret(remote, self.secret_path(node), self.cluster_secret)
         env = {"PYTHONPATH": self.cluster.layout.code_dir, "PYTHONUNBUFFERED": "1", **self.env.get(node, {})}
         remote.start_daemon(node, self._argv(node), self.log_path(node), env=env)
+
+    def wipe(self, node: str) -> dict:
+        """WIPE: the stopped broker's data directory emptied (a replaced disk); it starts
+        again under the same broker id with no log, no checkpoints and no epoch cache."""
+        return {"files_removed": empty_dir(self.cluster.remotes[node], self.data_dir(node))}
 
     def startup_problem(self) -> str | None:
         return self.exited_at_startup(self.hosts, "the replica")

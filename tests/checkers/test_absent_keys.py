@@ -1,4 +1,4 @@
-"""checkers/absence.py on hand-written histories: a key whose final poll says
+"""The log checker (both engines) on hand-written histories: a key whose final poll says
 its log is gone loses every acknowledged send to it -- unread ones (the
 kernels' unseen), ones read before (no anomaly in the kernels) and ones below
 a read offset (already lost-write) -- and nothing else changes."""
@@ -10,7 +10,6 @@ import pytest
 
 from checkers.check_store import check_store
 
-pytestmark = pytest.mark.unit
 
 
 def _store(tmp_path, absent: bool):
@@ -40,6 +39,7 @@ def _store(tmp_path, absent: bool):
     return tmp_path
 
 
+@pytest.mark.unit
 def test_every_acknowledged_send_to_a_gone_key_is_lost_write(tmp_path):
     log = check_store(str(_store(tmp_path, absent=True)))["checkers"]["log"]
     assert log["valid"] is False
@@ -51,7 +51,18 @@ def test_every_acknowledged_send_to_a_gone_key_is_lost_write(tmp_path):
     assert examples[1]["ops"][1] == 12          # the poll that found the stream gone
 
 
+@pytest.mark.unit
 def test_without_the_marker_the_kernels_verdict_stands(tmp_path):
     log = check_store(str(_store(tmp_path, absent=False)))["checkers"]["log"]
     assert log["counts"]["lost-write"] == 1 and log["counts"]["unseen"] == 1   # value 2 was read: no anomaly
     assert "absent" not in log
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("absent", [True, False])
+def test_both_engines_count_a_gone_key_the_same(tmp_path, absent):
+    """The absent column of the end rows is counted by the Spark driver as by the kernel."""
+    store = str(_store(tmp_path, absent=absent))
+    local = check_store(store)["checkers"]["log"]
+    spark = check_store(store, engine="spark")["checkers"]["log"]
+    assert spark == local

@@ -7,7 +7,7 @@ write is not linearizable, and one the log checker passes is. In between, the
 log checker's consumer-side anomalies (nonmonotonic-poll: a consumer reads an
 offset again) say nothing about the log object and may be linearizable.
 Every results.json the rest of the suite writes is held to the same rule by
-tests/conftest.py (`linearizability_agrees`).
+tests/conftest.py, through tests/checkers/verdict_rule.py.
 """
 from __future__ import annotations
 
@@ -19,62 +19,9 @@ from history.flatten import flatten
 from history.formats import read_history
 from tests.checkers import log_histories
 from tests.checkers.synthetic_jsonl import write_history
+from tests.checkers.verdict_rule import agree
 
 pytestmark = pytest.mark.unit
-
-LOST_OR_DIVERGENT = ("lost-write", "unseen", "read-then-lost", "inconsistent-offsets")
-
-
-def agree(log: dict, linear: dict, holes: dict | None = None) -> None:
-    """The rule, as an assertion (also used by tests/conftest.py). `holes`: per key the
-    offset ranges the final reads found unreadable (workloads/log.py) -- a lost-write
-    there is seen by failed reads only, which say nothing to the log model, so it
-    need not make the history non-linearizable."""
-    if only_in_holes(log, holes or {}):
-        return
-    if any(log["counts"].get(kind) for kind in LOST_OR_DIVERGENT):
-        assert linear["valid"] is False, (log["counts"], linear)
-    if log["valid"] is True:
-        assert linear["valid"] is True, linear.get("counterexamples")
-
-
-def disagreement(results_json) -> str | None:
-    """What is wrong with one results.json under the rule, or None (used by tests/conftest.py)."""
-    import json
-
-    try:
-        results = json.loads(open(results_json, encoding="utf-8").read())
-    except (OSError, ValueError):
-        return None
-    checkers = results.get("checkers") or {}
-    log, linear = checkers.get("log"), checkers.get("linearizability")
-    # Only what the store checker wrote (stores copied from tests/data predate it,
-    # and tests may put other results there).
-    if not isinstance(log, dict) or not isinstance(linear, dict) or "time_limit" not in linear:
-        return None
-    if linear.get("applies") is False:   # not for this history (the queue workload's transactions)
-        return None
-    final = results.get("final") or (results.get("scenario") or {}).get("final") or {}
-    holes = {k: v["unreadable"] for k, v in (final.get("keys") or {}).items() if v.get("unreadable")}
-    try:
-        agree(log, linear, holes)
-    except AssertionError:
-        return f"log {log.get('valid')} {log.get('counts')}, linearizability {linear.get('valid')}"
-    return None
-
-
-def only_in_holes(log: dict, holes: dict) -> bool:
-    """Every lost or divergent finding is a lost-write or read-then-lost inside a final-read hole."""
-    in_holes = ("lost-write", "read-then-lost")
-    if not holes or any(log["counts"].get(kind) for kind in LOST_OR_DIVERGENT if kind not in in_holes):
-        return False
-    for kind in in_holes:
-        examples = (log.get("examples") or {}).get(kind) or []
-        if len(examples) != log["counts"].get(kind, 0) or not all(
-                any(a <= e["offset"] <= b for a, b, *_ in holes.get(str(e["key"]), [])) for e in examples):
-            return False
-    return True
-
 
 def both(ops: list[dict]) -> tuple[dict, dict]:
     flat = flatten(ops)

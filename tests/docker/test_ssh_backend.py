@@ -119,7 +119,8 @@ def test_hashed_known_hosts(ssh_files, tmp_path):
             hashed.add(paramiko.HostKeys.hash_host(host), keytype, hk)
     path = tmp_path / "known_hashed"
     hashed.save(str(path))
-    assert all(line.startswith("|1|") for line in path.read_text().splitlines())
+    lines = path.read_text().splitlines()
+    assert lines and all(line.startswith("|1|") for line in lines)
     c = _ssh_cluster(ssh_files, known=str(path))
     try:
         c.create()

@@ -37,3 +37,23 @@ def test_every_findings_entry_says_when_on_what_and_how():
             date, commit, command = rows[0]
             assert re.search(r"`[0-9a-f]{7}`", commit), (page.name, title, commit)
             assert "harness " in command or "bench/" in command, (page.name, title, command)
+
+
+def test_the_systems_table_lists_what_each_system_supports():
+    """The README's systems table names, per system, exactly the faults the registry says it supports."""
+    from harness import registry
+
+    text = (REPO / "README.md").read_text()
+    faults = registry.load_all(registry.FAULTS)
+    for name, system in registry.load_all(registry.SYSTEMS).items():
+        row = next((line for line in text.splitlines() if line.startswith(f"| `{name}`")), None)
+        assert row is not None, f"README's systems table has no row for {name}"
+        entries = [f.strip() for f in row.split("|")[3].split(",")]
+        listed = {e for e in entries if "(" not in e}
+        with_option = {e.split("(")[0].strip() for e in entries if "(" in e}   # "remote-store (with ... on)"
+        capabilities = system.capabilities_in()   # with the defaults
+        missing = {f: capabilities[next(n for n in kind.needs if not capabilities.has(n))]
+                   for f, kind in faults.items() if not all(capabilities.has(n) for n in kind.needs)}
+        assert listed == set(faults) - set(missing), (name, listed)
+        # a fault listed "with" something is one the defaults lack for a reason that says how to turn it on
+        assert all(f in missing and "turn it on" in missing[f] for f in with_option), (name, with_option, missing)

@@ -42,6 +42,8 @@ def test_queue_run_on_kafka(tmp_path):
     assert results["checkers"]["log"]["valid"] is True, results["checkers"]["log"]
     for name in ("replica-diff", "linearizability"):
         assert results["checkers"][name]["applies"] is False and "workload 'queue'" in results["checkers"][name]["note"]
+    assert results["checkers"]["txn"]["valid"] is True, results["checkers"]["txn"].get("counts")
+    assert results["checkers"]["txn"]["transactions"]["committed"] > 0
     counts = results["workload_counts"]
     assert counts["committed"] > 0 and counts["aborted"] > 0 and counts["rebalances"] > 0, counts
 

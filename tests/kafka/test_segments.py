@@ -244,7 +244,7 @@ def test_script_on_a_bare_python(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "absent" in out.stderr
     imports = [line for line in SEGMENTS_PY.read_text().splitlines() if line.startswith(("import ", "from "))]
-    assert all(line.split()[1] in {"__future__", "json", "mmap", "os", "re", "struct", "sys", "zlib"}
+    assert imports and all(line.split()[1] in {"__future__", "json", "mmap", "os", "re", "struct", "sys", "zlib"}
                for line in imports), imports
 
 

@@ -28,7 +28,7 @@ N = 50
 
 def test_a_clean_stop_over_the_power_layer_leaves_every_record_in_the_dumps(tmp_path):
     need_root()
-    power.preflight("netns", __import__("systems.nats", fromlist=["SYSTEM"]).SYSTEM)
+    power.preflight("netns", __import__("systems.nats", fromlist=["SYSTEM"]).SYSTEM.capabilities_in())
     with NatsCluster("10.212.4.0/24", keys=1, tmp=tmp_path) as c:
         env = types.SimpleNamespace(db=c.db, cluster=c.cluster, plan=HostPlan(list(c.db.nodes)),
                                     log=lambda m: None)

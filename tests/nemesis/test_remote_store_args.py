@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from harness import registry
 from nemesis.fault import FaultArgError
 from nemesis.remote_store import REMOTE_STORE, RemoteStore, pick_segment
 
@@ -66,13 +67,9 @@ def test_the_stop_undoes_only_what_the_fault_did():
 
         class db:
             remote_tier = Tier()
-
-            class system:
-                name = "replica"
-
-                @staticmethod
-                def require(capability, needed_for=""):
-                    return None
+            system = registry.system("replica")
+            settings = {"remote.storage.enable": True}   # a run with a remote tier
+            options = None
 
     fault = RemoteStore(Env)
     tier = Env.db.remote_tier

@@ -25,6 +25,7 @@ class RecordingDb:
 
     def __init__(self):
         self.system = registry.system("replica")
+        self.settings, self.options = {}, self.system.parse_options({})
         self.nodes = ["n1", "n2", "n3"]
         self.process = self.pausable = self
         self.down: set[str] = set()
@@ -100,4 +101,4 @@ def test_every_fault_is_stopped(tmp_path):
                 active = None
     assert active is None
     assert not db.down  # every killed broker restarted
-    assert all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)
+    assert ops and all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)

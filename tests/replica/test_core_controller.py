@@ -114,3 +114,54 @@ def test_create_topic_errors():
     assert replies(c.on_request("cl", {"api": P.CREATE_TOPIC, "corr": 1, "topic": "t", "partitions": 1,
                                        "replication_factor": 1, "config": {"x": 1}}, 1))[0]["error"] == \
         P.INVALID_REQUEST
+
+
+@pytest.mark.parametrize("era, refused", [("hw", False), ("kip101", False), ("epoch", True)])
+def test_a_late_isr_expansion_naming_an_earlier_incarnation(era, refused):
+    """KAFKA-14139 / KIP-903: leader 1 asks to add 2 as its fetches showed it (broker epoch
+    e); 2 registers again (a replaced disk) before the request lands. The epoch era's rule
+    isr_broker_epochs refuses the stale incarnation; the older eras put it in the ISR."""
+    c = ControllerCore(era, cfg.build(era, {}))
+    c.start(0)
+    epochs = {b: replies(c.on_request(b, {"api": P.REGISTER, "corr": 1, "broker": b, "host": "h", "port": b},
+                                      0))[0]["broker_epoch"] for b in (1, 2)}
+    c.on_request("cl", {"api": P.CREATE_TOPIC, "corr": 2, "topic": "log", "partitions": 1,
+                        "replication_factor": 2}, 0)
+    shrink = {"api": P.ALTER_ISR, "corr": 3, "broker": 1, "broker_epoch": epochs[1], "topic": "log",
+              "partition": 0, "leader_epoch": 0, "isr": [1], "version": 0}
+    assert replies(c.on_request(1, shrink, 10))[0]["error"] is None
+    old_epoch_of_2 = epochs[2]
+    again = replies(c.on_request(2, {"api": P.REGISTER, "corr": 4, "broker": 2, "host": "h", "port": 2}, 20))
+    assert again[0]["broker_epoch"] != old_epoch_of_2
+    version = c.partition_state("log", 0)["version"]
+    expand = dict(shrink, corr=5, isr=[1, 2], version=version, broker_epochs={"2": old_epoch_of_2})
+    answer = replies(c.on_request(1, expand, 30))[0]
+    assert answer["error"] == (P.INELIGIBLE_REPLICA if refused else None)
+    assert c.partition_state("log", 0)["isr"] == ([1] if refused else [1, 2])
+    current = dict(expand, corr=6, version=c.partition_state("log", 0)["version"],
+                   broker_epochs={"2": again[0]["broker_epoch"]})
+    if refused:   # the same expansion about the incarnation that registered last is accepted
+        assert replies(c.on_request(1, current, 40))[0]["error"] is None
+        assert c.partition_state("log", 0)["isr"] == [1, 2]
+
+
+def test_a_reassignment_adds_first_and_completes_when_the_target_is_in_sync():
+    """KIP-455's order: the new replica joins the assignment at once; the assignment becomes
+    the target only once the target's replicas are all in the ISR; a leader outside the
+    target hands over to the first target replica in the ISR."""
+    c, epochs = cluster()
+    epoch4 = replies(c.on_request(4, {"api": P.REGISTER, "corr": 1, "broker": 4, "host": "h", "port": 4},
+                                  0))[0]["broker_epoch"]
+    move = {"api": P.ALTER_REASSIGNMENT, "corr": 7, "topic": "log", "partition": 0, "replicas": [2, 3, 4]}
+    answer = replies(c.on_request("cl", move, 10))[0]
+    assert answer["error"] is None and answer["replicas"] == [1, 2, 3, 4] and answer["target"] == [2, 3, 4]
+    assert state(c) == (1, 0, [1, 2, 3])                   # leader 1 still leads while 4 catches up
+    s = c.partition_state("log", 0)
+    expand = {"api": P.ALTER_ISR, "corr": 8, "broker": 1, "broker_epoch": epochs[1], "topic": "log",
+              "partition": 0, "leader_epoch": 0, "isr": [1, 2, 3, 4], "version": s["version"],
+              "broker_epochs": {"4": epoch4}}
+    assert replies(c.on_request(1, expand, 20))[0]["error"] is None
+    s = c.partition_state("log", 0)
+    assert s["replicas"] == [2, 3, 4] and s["leader"] == 2 and s["isr"] == [2, 3, 4] and "target" not in s
+    bad = dict(move, corr=9, replicas=[2, 2])
+    assert replies(c.on_request("cl", bad, 30))[0]["error"] == P.INVALID_REQUEST

@@ -131,7 +131,7 @@ def test_cluster_survives_leader_crash_without_losing_acks(local_cluster):
 
             # 4. Restart the killed broker; it rejoins every ISR (a dead replica had left them all).
             down = await controller_meta(cluster, client)
-            assert all(victim not in s["isr"] for s in down.values()), down
+            assert down and all(victim not in s["isr"] for s in down.values()), down
             cluster.start_broker(victim)
 
             async def rejoined():

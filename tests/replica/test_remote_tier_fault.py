@@ -14,7 +14,7 @@ from harness import registry
 from harness.cleanup import RunRecord
 from harness.remote.local import LocalRemote
 from harness.spec import build_spec
-from harness.sut import REMOTE_TIER, RemoteTier, RunShape, Unsupported, require
+from harness.sut import REMOTE_TIER, RemoteTier, RunShape, Unsupported, capabilities_of, require
 from replica import protocol as P
 from replica import storage as S
 from replica.remote_store import StoreClient
@@ -49,8 +49,8 @@ def stopped_fraction(pid: int, seconds: float) -> float:
 
 def test_a_run_without_tiered_storage_has_no_remote_tier(tmp_path):
     db = make_db(tmp_path, {})
-    assert db.system.has(REMOTE_TIER) and db.remote_tier is None
-    with pytest.raises(Unsupported, match="remote-tier"):
+    assert not capabilities_of(db).has(REMOTE_TIER) and db.remote_tier is None
+    with pytest.raises(Unsupported, match="remote-tier.*tiered storage is off"):
         require(db, REMOTE_TIER, "fault remote-store")
 
 

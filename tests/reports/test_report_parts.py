@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reports.anomalies import collect, verdict
-from reports.diff_grid import build_grid, replica_logs
+from reports.diff_grid import build_grid, differences_by_key, replica_logs
 from reports.ops import fault_intervals, fault_table, pair_ops
 from reports.replica_plots import partition_series
 from reports.grudges import parse_grudge
@@ -88,8 +88,13 @@ def _dumps(hw1, hw2):
     }
 
 
+def _grid(dumps):
+    """Partition 0's grid, with the replica diff's differences as a report reads them."""
+    return build_grid(0, replica_logs(dumps)[0], differences_by_key(None, dumps).get(0, {}))
+
+
 def test_diff_grid_marks_divergence_holes_and_hw():
-    grid = build_grid(0, replica_logs(_dumps(3, 3))[0])
+    grid = _grid(_dumps(3, 3))
     assert grid.divergent == [2] and grid.differing == [] and grid.missing == 1
     cells = {row.offset: [c.css for c in row.cells] for row in grid.rows}
     assert cells[2] == ["divergent", "divergent"]
@@ -97,7 +102,7 @@ def test_diff_grid_marks_divergence_holes_and_hw():
 
 
 def test_diff_grid_tells_uncommitted_tails_apart():
-    grid = build_grid(0, replica_logs(_dumps(2, 2))[0])
+    grid = _grid(_dumps(2, 2))
     assert grid.divergent == [] and grid.differing == [2]
     cells = {row.offset: [c.css for c in row.cells] for row in grid.rows}
     assert cells[2] == ["differs hw", "differs hw"]
@@ -160,7 +165,7 @@ def test_diff_grid_names_a_divergence_of_the_leader_epoch_alone():
     the grid shows them so, and says that the records themselves agree."""
     dumps = _dumps(3, 3)
     dumps["n2"]["partitions"][0]["records"][1] = [1, 1024, 11, "b"]   # n1 holds [1, 0, 11, "b"]
-    grid = build_grid(0, replica_logs(dumps)[0])
+    grid = _grid(dumps)
     assert grid.divergent == [1, 2] and grid.epoch_only == [1]
     row = next(r for r in grid.rows if r.offset == 1)
     assert [c.css for c in row.cells] == ["divergent", "divergent"]
@@ -174,6 +179,6 @@ def test_a_divergence_story_says_when_the_records_differ_only_in_their_epoch():
 
     dumps = _dumps(3, 3)
     dumps["n2"]["partitions"][0]["records"][1] = [1, 1024, 11, "b"]   # n1 holds [1, 0, 11, "b"]
-    told = {s.offset: s.now for s in stories([], [], [], [], [], [], divergent_records(replica_logs(dumps)))}
+    told = {s.offset: s.now for s in stories([], [], [], [], [], [], divergent_records(differences_by_key(None, dumps)))}
     assert told == {1: "the same record in different leader epochs: n1: b (epoch 0), n2: b (epoch 1024)",
                     2: "replicas hold n1: c (epoch 1), n2: X (epoch 2)"}

@@ -72,13 +72,39 @@ def store(tmp_path):
     return tmp_path
 
 
-def test_unread_acknowledged_name_key_offset_value_and_the_acknowledging_op(store):
-    ops = run_store.read_history(store)
-    lost = results.unread_acknowledged(ops, [{"key": 0, "value": 4, "acks": "all"}])
-    assert [(w["key"], w["offset"], w["value"], w["op"], w["now_at_offset"]) for w in lost] == \
-        [(0, 3, 4, 7, 6), (0, 4, 5, 9, 7)]
-    assert lost[0]["acks"] == "all" and lost[0]["invoke"] == 6
-    assert results.unread_acknowledged(ops[:12], []) is None   # no final phase: unknown, not "nothing lost"
+def scenario_store(store, name: str, variant: str, aliases: dict, error: str | None = None,
+                   writes: list | None = None):
+    """Make the store a scenario run's: scenario.json's declared outcome, and the ops the
+    run appends to the history (bindings, the error, the log events, the end)."""
+    from history.writer import FINAL_READS, SCENARIO
+
+    scenario = load_scenario(name)
+    (store / "scenario.json").write_text(json.dumps({"judged": results.declared(scenario, variant)}))
+    ops = [json.loads(line) for line in (store / "history.jsonl").read_text().splitlines()]
+    ops = [o for o in ops if o["process"] != SCENARIO and o["f"] != FINAL_READS]
+    more = [(SCENARIO, "info", "bind", aliases)]
+    if error:
+        more.append((SCENARIO, "fail", "error", error))
+    else:
+        more.append(("nemesis", "info", FINAL_READS, {"complete": True}))
+    more += [(SCENARIO, "info", "events", events(store)),
+             (SCENARIO, "info", "end", {"writes": writes or [], "duration_s": 1.0})]
+    for process, type_, f, value in more:
+        ops.append({"index": len(ops), "time": len(ops) + 1, "process": process, "type": type_, "f": f,
+                    "value": value})
+    (store / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    return store
+
+
+def test_unread_acknowledged_are_the_log_checkers_losses_with_the_acknowledging_op(store):
+    scenario_store(store, "hw-data-loss", "hw", {"A": "n2", "B": "n1"}, writes=[{"key": 0, "value": 4, "acks": "all"}])
+    out = check_store(str(store))
+    lost = out["scenario"]["unread_acknowledged"]
+    assert [(w["key"], w["offset"], w["value"], w["op"], w["anomaly"]) for w in lost] == \
+        [(0, 3, 4, 7, "lost-write"), (0, 4, 5, 9, "lost-write")]
+    assert lost[0]["acks"] == "all" and len(lost) == out["checkers"]["log"]["counts"]["lost-write"]
+    scenario_store(store, "hw-data-loss", "hw", {"A": "n2"}, error="step 3 (wait): timed out")
+    assert check_store(str(store))["scenario"]["unread_acknowledged"] is None  # no final phase: unknown
 
 
 def test_truncation_points_and_isr_changes_from_the_broker_logs(store):
@@ -90,39 +116,40 @@ def test_truncation_points_and_isr_changes_from_the_broker_logs(store):
     assert [(d["node"], d["from"], d["to"]) for d in drops] == [("n1", 5, 3)]
 
 
-def test_divergence_lists_offsets_and_replicas():
+def test_divergence_is_the_replica_diffs_differences(store):
     dumps = {"n1": _dump(1, [[0, 0, 0, "m0"], [1, 2, 0, "new"]], 2),
              "n2": _dump(2, [[0, 0, 0, "m0"], [1, 0, 0, "m1"], [2, 2, 0, "x"]], 2)}
-    d = results.divergence(dumps)
+    for node, dump in dumps.items():
+        (store / "nodes" / node / "dump.json").write_text(json.dumps(dump))
+    scenario_store(store, "hw-data-loss", "hw", {"A": "n2", "B": "n1"})
+    out = check_store(str(store))
+    d = out["scenario"]["divergence"]
     assert len(d) == 1 and d[0]["offset"] == 1 and d[0]["committed"]
     assert d[0]["replicas"]["n1"]["value"] == "new" and d[0]["replicas"]["n2"]["value"] == "m1"
+    assert out["checkers"]["replica-diff"]["counts"]["divergence"] == 1
 
 
 def test_verdict_expectation_and_truncation_check(store):
-    scenario = load_scenario("hw-data-loss")
-    checked = check_store(str(store))
-    assert checked["checkers"]["log"]["counts"]["lost-write"] == 2
-    record = {"aliases": {"A": "n2", "B": "n1"}, "writes": [], "measurements": [], "events": events(store)}
-    out = results.analyze(store, scenario, "hw", checked, record)
+    scenario_store(store, "hw-data-loss", "hw", {"A": "n2", "B": "n1"})
+    out = check_store(str(store))
     sc = out["scenario"]
+    assert out["checkers"]["log"]["counts"]["lost-write"] == 2
     assert out["valid"] is False and sc["as_expected"] is True
     assert sc["forbidden_found"]["lost-write"] == 2
-    out = results.analyze(store, scenario, "epoch", checked, record)
+    scenario_store(store, "hw-data-loss", "epoch", {"A": "n2", "B": "n1"})
+    out = check_store(str(store))
     assert out["valid"] is False and out["scenario"]["as_expected"] is False
 
 
 def test_allowed_anomalies_are_set_aside_but_reported(store):
-    scenario = load_scenario("epoch-truncation")   # acks=1: losing writes is allowed
-    checked = check_store(str(store))
-    record = {"aliases": {"A": "n1", "B": "n2", "C": "n3"}, "writes": [], "measurements": [],
-              "events": events(store)}
-    out = results.analyze(store, scenario, "epoch", checked, record)
+    scenario_store(store, "epoch-truncation", "epoch", {"A": "n1", "B": "n2", "C": "n3"})   # acks=1: losing writes is allowed
+    out = check_store(str(store))
     sc = out["scenario"]
     assert sc["allowed_found"]["lost-write"] == 2 and not sc["forbidden_found"]
     # the seed's order is B (n2) then A (n1), both to 3: the logs above say exactly that
     assert sc["truncation_check"]["match"] and out["valid"] is True and sc["as_expected"]
-    record["aliases"] = {"A": "n2", "B": "n1"}
-    out = results.analyze(store, scenario, "epoch", checked, record)
+    scenario_store(store, "epoch-truncation", "epoch", {"A": "n2", "B": "n1"})
+    out = check_store(str(store))
     assert out["valid"] is False and "truncation points differ" in out["scenario"]["reasons"][-1]
 
 
@@ -143,12 +170,9 @@ def test_a_measurement_takes_the_broker_log_time_and_is_checked_against_its_boun
 
 
 def test_a_step_error_makes_the_verdict_unknown(store):
-    scenario = load_scenario("hw-data-loss")
-    checked = {"valid": "unknown", "error": "x"}
-    out = results.analyze(store, scenario, "hw", checked,
-                          {"error": "step 3 (wait): timed out", "writes": [], "measurements": []})
+    scenario_store(store, "hw-data-loss", "hw", {"A": "n2"}, error="step 3 (wait): timed out")
+    out = check_store(str(store))
     assert out["valid"] == "unknown" and out["error"].startswith("step 3")
-
 
 
 def _shrink_line(age, gap, lag=4000):
@@ -173,16 +197,15 @@ def test_a_shrink_with_the_leaders_account_is_checked_against_the_protocol_not_t
         assert (meas["min_ms"], meas["bound_ms"]) == (4000.0, 4000.0 + gap)
 
 
-def test_harness_check_keeps_the_scenario_verdict(store):
-    """results.json has one writer (harness.verdict); a later `harness check` re-judges the
-    scenario's findings with fresh checker results instead of dropping them."""
+def test_harness_check_rebuilds_the_scenario_verdict_from_the_history(store):
+    """results.json has one writer (harness.verdict); `harness check` rebuilds the scenario's
+    section from scenario.json and the history, results.json deleted or not."""
     from harness import verdict
 
-    scenario = load_scenario("hw-data-loss")
-    section = results.findings(store, scenario, "epoch", {"aliases": {"A": "n2", "B": "n1"}, "writes": [],
-                                                          "measurements": [], "events": events(store)})
-    first = verdict.check_store(store, findings=section)
+    scenario_store(store, "hw-data-loss", "epoch", {"A": "n2", "B": "n1"})
+    first = verdict.check_store(store)
     assert first["valid"] is False and first["scenario"]["as_expected"] is False  # epoch must lose nothing
+    (store / "results.json").unlink()
     again = verdict.check_store(store)              # what `harness check` does
     assert again["scenario"] == first["scenario"] and again["valid"] is False
     assert json.loads((store / "results.json").read_text()) == again
@@ -190,12 +213,13 @@ def test_harness_check_keeps_the_scenario_verdict(store):
 
 
 def test_an_old_store_with_scenario_results_json_is_still_judged(store):
+    """A store written before the history kept the scenario's ops keeps its old section."""
     from harness import verdict
 
-    scenario = load_scenario("hw-data-loss")
-    section = results.findings(store, scenario, "hw", {"aliases": {"A": "n2", "B": "n1"}, "writes": [],
-                                                       "measurements": [], "events": events(store)})
-    old = results.judge(check_store(str(store)), section)
+    scenario_store(store, "hw-data-loss", "hw", {"A": "n2", "B": "n1"})
+    old = check_store(str(store))
+    ops = [json.loads(line) for line in (store / "history.jsonl").read_text().splitlines()]
+    (store / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops if o["process"] != "scenario"))
     (store / "scenario-results.json").write_text(json.dumps({"valid": old["valid"], "scenario": old["scenario"]}))
     (store / "results.json").write_text(json.dumps({"valid": True}))  # an old `harness check` dropped it
     out = verdict.check_store(store)

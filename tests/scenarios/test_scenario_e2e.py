@@ -56,7 +56,7 @@ def test_hw_data_loss(hw_data_loss_runs, era, code):
     assert sc["as_expected"] is True
     history = [json.loads(l) for l in (store / "history.jsonl").read_text().splitlines()]
     faults = [o["f"] for o in history if o["process"] == "nemesis"]
-    assert faults[:3] == ["kill", "partition", "start"] and faults[-1] == "final"
+    assert faults[:3] == ["kill", "partition", "start"] and faults[-2:] == ["final", "final-reads"]
     a = sc["aliases"]["A"]
     if era == "hw":
         first_a = next(t for t in sc["truncations"] if t["node"] == a)

@@ -48,9 +48,9 @@ def test_the_refusal_comes_from_the_capability_not_the_name():
     import dataclasses
 
     kafka = registry.system("kafka")
-    without = dataclasses.replace(kafka, name="kafka-like", capabilities=kafka.capabilities - {TRANSACTIONS},
-                                  lacks={}, lacks_with=None)
-    with_it = dataclasses.replace(kafka, name="kafka-like-txn", lacks_with=None)
+    without = dataclasses.replace(kafka, name="kafka-like", capabilities_for=lambda settings, options: {
+        **kafka.capabilities_for(settings, options), TRANSACTIONS: ""})
+    with_it = dataclasses.replace(kafka, name="kafka-like-txn")
     registry.register(registry.SYSTEMS, "kafka-like", without)
     registry.register(registry.SYSTEMS, "kafka-like-txn", with_it)
     try:
@@ -119,3 +119,18 @@ def test_the_workloads_counts_reach_results_json(tmp_path):
     assert results["workload_counts"] == counts
     assert json.loads((tmp_path / "results.json").read_text())["workload_counts"] == counts
     assert results["checkers"]["log"]["valid"] is True
+
+
+@pytest.mark.parametrize("name", ["false-alarms-kafka-queue.yaml", "false-alarms-kafka-queue-idempotent.yaml"])
+def test_the_queue_campaigns_pass_the_preflight(name):
+    """A campaign's workload options are checked against its workload (not against `log`),
+    so the queue workload's campaign files start."""
+    from harness.campaign.execute import Options, preflight
+    from harness.campaign.spec import load_campaign
+
+    from pathlib import Path
+
+    path = str(Path(__file__).resolve().parents[2] / "systems" / "kafka" / "campaigns" / name)
+    campaign = load_campaign(path)
+    assert campaign.workloads == ["queue"]
+    preflight(campaign, path, Options())

@@ -1,0 +1,51 @@
+"""Does `harness check` rebuild a scenario store's verdict and scenario section from
+the store alone? (Issue 38, criterion 2: the history is the run's one record.)
+
+A copy of the store is checked with its results.json deleted, so the store a
+test still reads is left as it was."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LEFT_OUT = ("results.json", "report.html", "parquet")
+
+
+def is_scenario_store(store: Path) -> bool:
+    """A store a scenario run checked: scenario.json beside a results.json with a scenario section."""
+    try:
+        return (store / "scenario.json").is_file() and "scenario" in json.loads((store / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+
+
+def rebuild_problem(store: Path, engine: str = "local") -> str | None:
+    """None when `harness check` on a copy without results.json gives the same verdict, exit
+    code and scenario section; else what differs, in one line."""
+    before = json.loads((store / "results.json").read_text())
+    with tempfile.TemporaryDirectory(prefix="rebuild-") as tmp:
+        copy = Path(tmp) / store.name
+        shutil.copytree(store, copy, ignore=shutil.ignore_patterns(*LEFT_OUT), symlinks=True)
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        out = subprocess.run([sys.executable, "-m", "harness", "check", str(copy), "--engine", engine],
+                             capture_output=True, text=True, cwd=tmp, env=env, timeout=600)
+        try:
+            after = json.loads((copy / "results.json").read_text())
+        except (OSError, ValueError):
+            return f"{store}: harness check wrote no results.json (exit {out.returncode}): {out.stderr[-500:]}"
+    want = {True: 0, False: 1}.get(before["valid"], 2)
+    if out.returncode != want:
+        return f"{store}: harness check exits {out.returncode}, the run's verdict {before['valid']!r} is {want}"
+    if after.get("valid") != before["valid"]:
+        return f"{store}: rebuilt verdict {after.get('valid')!r} != the run's {before['valid']!r}"
+    if after.get("scenario") != before["scenario"]:
+        keys = sorted(k for k in set(after.get("scenario") or {}) | set(before["scenario"])
+                      if (after.get("scenario") or {}).get(k) != before["scenario"].get(k))
+        return f"{store}: the rebuilt scenario section differs in {keys}"
+    return None
