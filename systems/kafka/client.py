@@ -227,6 +227,12 @@ class _KeptReader:
             messages = self.consumer.consume(num_messages=FETCHED_AT_ONCE, timeout=0)
         for m in messages:
             k = m.partition()
+            if k not in self.next and m.error() is not None and error_name(m.error()) in ABSENT:
+                for key in self.next:   # the topic is gone (an error for no one partition): every key's answer
+                    if self.next[key] is not None and key not in self.error:
+                        self.error[key] = m.error()
+                        self.unanswered.discard(key)
+                continue
             if k not in self.next or self.next[k] is None or k in self.error:
                 continue   # a key sought since, or already in error: the rest of its fetch is stale
             self.unanswered.discard(k)
