@@ -15,7 +15,7 @@ also starts it; the final phase restarts whatever is still down).
 from __future__ import annotations
 
 from harness.sut import PROCESS, WIPE, require
-from nemesis.fault import LEADER, ONE, FaultKind, Target, kill_and_wait, pick, restart_staggered
+from nemesis.fault import LEADER, ONE, FaultKind, Target, kill_and_wait, pick, restart_down
 
 
 class DiskLoss:
@@ -45,15 +45,7 @@ class DiskLoss:
         return {"nodes": list(target.nodes), "wiped": wiped, "text": "; ".join(_text(n, w) for n, w in wiped.items())}
 
     def stop(self, target, rng, record):
-        if target is None:
-            restart_staggered(self.process, self.victims, rng, self.stagger, record, DISK_LOSS.stop)
-            self.victims = []
-            return
-        started = [n for n in target.nodes if not self.process.running(n)]
-        for n in started:
-            self.process.start(n)
-        self.victims = [n for n in self.victims if n not in target.nodes]
-        record(DISK_LOSS.stop, started)
+        self.victims = restart_down(self.process, self.victims, target, rng, self.stagger, record, DISK_LOSS.stop)
 
     def heal(self) -> None:
         self.victims = []   # the runner restarts every process that is down

@@ -184,6 +184,21 @@ def kill_and_wait(process, nodes: list[str], timeout: float = 5.0) -> None:
         time.sleep(0.02)
 
 
+def restart_down(process, victims: list[str], target, rng: random.Random, stagger: float, record,
+                 op: str) -> list[str]:
+    """The stop of faults that leave nodes down (power, disk-loss): the random schedule's
+    (target None) restarts every victim still down, staggered; a scripted one restarts the
+    target's nodes that are down, now. -> the victims left."""
+    if target is None:
+        restart_staggered(process, victims, rng, stagger, record, op)
+        return []
+    started = [n for n in target.nodes if not process.running(n)]
+    for n in started:
+        process.start(n)
+    record(op, started)
+    return [n for n in victims if n not in target.nodes]
+
+
 def restart_staggered(process, victims: list[str], rng: random.Random, stagger: float, record, op: str) -> None:
     """The random schedule's stop of kill-like faults: the victims still down come back one
     by one in random order, a random gap (up to `stagger`) apart, one `op` each."""

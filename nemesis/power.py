@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from harness.sut import DATA_FILES, PROCESS, require
 from nemesis.fault import (FaultArgError, FaultKind, NodesRequest, Target, choose_nodes, kill_and_wait,
-                           parse_nodes, restart_staggered)
+                           parse_nodes, restart_down)
 from nemesis.lazyfs.mounts import FIX, LazyFsError, LazyFsMounts, unmount_script
 
 _MOUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # db -> LazyFsMounts
@@ -136,15 +136,7 @@ class Power:
         return {"nodes": list(target.nodes), "keep_names": True} if keep_names else list(target.nodes)
 
     def stop(self, target, rng, record):
-        if target is None:
-            restart_staggered(self.process, self.victims, rng, self.stagger, record, POWER.stop)
-            self.victims = []
-            return
-        started = [n for n in target.nodes if not self.process.running(n)]
-        for n in started:
-            self.process.start(n)
-        self.victims = [n for n in self.victims if n not in target.nodes]
-        record(POWER.stop, started)
+        self.victims = restart_down(self.process, self.victims, target, rng, self.stagger, record, POWER.stop)
 
     def heal(self) -> None:
         self.victims = []   # the runner restarts every process that is down
