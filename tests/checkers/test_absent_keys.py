@@ -60,9 +60,11 @@ def test_without_the_marker_the_kernels_verdict_stands(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.parametrize("absent", [True, False])
-def test_both_engines_count_a_gone_key_the_same(tmp_path, absent):
-    """The absent column of the end rows is counted by the Spark driver as by the kernel."""
+def test_both_engines_count_a_gone_key_the_same(spark, tmp_path, absent):
+    """The absent column of the end rows is counted by the Spark driver as by the kernel.
+    (`spark`: the shared session; a check that starts its own stops it, and every later
+    Spark test of the run then fails with py4j errors.)"""
     store = str(_store(tmp_path, absent=absent))
     local = check_store(store)["checkers"]["log"]
-    spark = check_store(store, engine="spark")["checkers"]["log"]
-    assert spark == local
+    remote = check_store(store, engine="spark")["checkers"]["log"]
+    assert remote == local
