@@ -45,6 +45,10 @@ def for_store(store_dir: str, history: str) -> list[str]:
             workload = json.load(handle).get("workload")
     except (OSError, ValueError, AttributeError):
         workload = None
+    if isinstance(workload, dict):   # older stores keep the workload's settings there, its name inside
+        workload = workload.get("name")
+    if not isinstance(workload, str):
+        workload = None
     return names_for(workload, jsonl_has_txn(history))
 
 

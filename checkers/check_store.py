@@ -132,7 +132,10 @@ def not_applicable(store_dir: str | None) -> dict[str, str]:
         capabilities = system.capabilities_in(test.get("settings"))
     out = {}
     try:
-        workload = registry.workload(test.get("workload") or "log")
+        named = test.get("workload")
+        if isinstance(named, dict):   # older stores: the workload's settings, its name inside
+            named = named.get("name")
+        workload = registry.workload(named if isinstance(named, str) and named else "log")
         out.update({c: f"workload {workload.name!r}: {why}" for c, why in getattr(workload, "not_checked", {}).items()})
     except registry.RegistryError:
         pass
