@@ -35,6 +35,18 @@ def _value_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=str, ensure_ascii=False)
 
 
+def _without_wall_clock(value: Any) -> Any:
+    """The value as the table shows it: a node log event's wall-clock `time` (an ISO text)
+    left out, since the table's one time format is seconds since the start (the op's own
+    time column); the cell's title keeps the whole value."""
+    if isinstance(value, dict):
+        return {k: _without_wall_clock(v) for k, v in value.items()
+                if not (k == "time" and isinstance(v, str) and "T" in v and v[:4].isdigit())}
+    if isinstance(value, list):
+        return [_without_wall_clock(v) for v in value]
+    return value
+
+
 def select_rows(history: list[dict], ops: list[Op], referenced: set[int],
                 also: set[int] = frozenset()) -> tuple[list[TableRow], int]:
     """(rows in history order, total lines): referenced and ``also`` lines, then a sample."""
@@ -61,10 +73,11 @@ def select_rows(history: list[dict], ops: list[Op], referenced: set[int],
         line = history[pos]
         idx = line.get("index", pos)
         text = _value_text(line.get("value"))
+        shown = _value_text(_without_wall_clock(line.get("value")))
         t = line.get("time")
         rows.append(TableRow(
             index=idx, time_s=seconds(t / 1e9) if isinstance(t, (int, float)) else str(t),
             process=str(line.get("process")), type=str(line.get("type")), f=str(line.get("f")),
-            value=text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + " ...",
+            value=shown if len(shown) <= VALUE_CHARS else shown[:VALUE_CHARS] + " ...",
             full_value=text[:4000], referenced=idx in referenced))
     return rows, len(history)
