@@ -199,14 +199,19 @@ def write_parquet(run_dir: str, run: str, txns: int, seed: int = 0, inject: int 
     writers = {table: TableWriter(os.path.join(run_dir, f"{table}.parquet"), table, run)
                for table in ("sends", "reads", "records", "replicas", "ends")}
     try:
-        for sends, reads in flat_rows(history(txns, seed=seed, inject=inject)):
-            if sends:
-                writers["sends"].add(sends)
-            if reads:
-                writers["reads"].add(reads)
+        _add_rows(writers, flat_rows(history(txns, seed=seed, inject=inject)))
     finally:
         for writer in writers.values():
             writer.close()
+
+
+def _add_rows(writers: dict, rows) -> None:
+    """Flattened (sends, reads) row batches into their two table writers."""
+    for sends, reads in rows:
+        if sends:
+            writers["sends"].add(sends)
+        if reads:
+            writers["reads"].add(reads)
 
 
 def write_tables(run_dir: str, run: str, txns: int, seed: int = 0, inject: int = 1, keys: int = KEYS) -> None:
@@ -286,11 +291,7 @@ def write_tables(run_dir: str, run: str, txns: int, seed: int = 0, inject: int =
 
         start = 2 * txns
         for n, name in enumerate(INJECTED * inject):
-            for sends, reads in flat_rows(_inject(name, next(specials), start + 8 * n, send, {})):
-                if sends:
-                    writers["sends"].add(sends)
-                if reads:
-                    writers["reads"].add(reads)
+            _add_rows(writers, flat_rows(_inject(name, next(specials), start + 8 * n, send, {})))
     finally:
         for w in writers.values():
             w.close()
