@@ -18,9 +18,13 @@ LEFT_OUT = ("results.json", "report.html", "parquet")
 
 
 def is_scenario_store(store: Path) -> bool:
-    """A store a scenario run checked: scenario.json beside a results.json with a scenario section."""
+    """A store a scenario run checked: scenario.json with what the variant declares ("judged",
+    which the `scenario` checker rebuilds from) beside a results.json with a scenario section.
+    A report test's hand-written scenario section has no "judged" and is not one."""
     try:
-        return (store / "scenario.json").is_file() and "scenario" in json.loads((store / "results.json").read_text())
+        spec = json.loads((store / "scenario.json").read_text())
+        return (isinstance(spec, dict) and isinstance(spec.get("judged"), dict)
+                and "scenario" in json.loads((store / "results.json").read_text()))
     except (OSError, ValueError):
         return False
 
