@@ -50,6 +50,8 @@ class TestSpec(BaseModel):
     replication_factor: int | None = Field(None, ge=1, le=5)
     settings: dict[str, Any] = Field(default_factory=dict, description="the system's settings (its own names)")
     recovery_timeout: float = Field(60.0, gt=0, description="final phase: wait for leaders and full ISRs")
+    request_timeout: float = Field(5.0, gt=0, le=120, description="seconds a client waits for one answer "
+                                   "(a send's acknowledgement, a poll, a metadata call) before it ends info")
     store_root: str = "store"
     check: bool = True
     backend_options: dict[str, Any] = Field(default_factory=dict)

@@ -40,7 +40,8 @@ def scenario_spec(scenario: Scenario, era: str | None, backend: str = "netns", s
                 system_options=system_options, backend=backend, nodes=scenario.nodes,
                 time_limit=1.0, seed=0, keys=scenario.keys, concurrency=1, acks=scenario.acks,
                 replication_factor=scenario.replication_factor, settings=scenario.variant_settings(era),
-                recovery_timeout=scenario.recovery_timeout, store_root=store_root, check=check)
+                recovery_timeout=scenario.recovery_timeout, request_timeout=scenario.request_timeout,
+                store_root=store_root, check=check)
     if subnet:
         data["subnet"] = subnet
     if backend_options:

@@ -149,6 +149,9 @@ class Scenario(_Strict):
     expect: dict[str, Expectation] = Field(default_factory=dict)  # variant (era) -> expected verdict
     truncations: dict[str, list[Truncation]] = Field(default_factory=dict)
     recovery_timeout: float = Field(30.0, gt=0, le=300)
+    # the writer's client: how long a send waits for its answer (a scenario whose answer comes
+    # only after a heal needs more than the default's 5 s on a loaded machine)
+    request_timeout: float = Field(5.0, gt=0, le=120)
     steps: list[Step]
     path: str | None = None
 

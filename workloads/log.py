@@ -508,7 +508,7 @@ def make(spec, db, history, log=lambda m: None) -> LogWorkload:
     cfg = WorkloadConfig(keys=spec.keys, concurrency=spec.concurrency, rate=spec.rate,
                          send_fraction=spec.send_fraction, acks=spec.acks,
                          replication_factor=spec.replication_factor, topic_config=dict(spec.settings),
-                         seed=spec.seed)
+                         seed=spec.seed, request_timeout=spec.request_timeout)
     return LogWorkload(cfg, db, history, log=log)
 
 

@@ -243,3 +243,16 @@ def test_a_scenarios_system_options_then_the_variant_then_option_flags():
     assert scenario_spec(sc, "file").system_options["version"] == "2.10.22"
     spec = scenario_spec(sc, "file", options={"version": "2.10.23"})
     assert spec.system_options["version"] == "2.10.23" and spec.system_options["storage"] == "file"
+
+
+def test_a_scenarios_request_timeout_reaches_its_writers_client():
+    """kafka-client-resend's burst is answered only after the heal: its writer waits 20 s, the
+    run's spec says so (test.json), and the workload's client is built with it."""
+    from scenarios.program import scenario_spec
+    from workloads.log import make
+
+    scenario = load_scenario("kafka-client-resend")
+    spec = scenario_spec(scenario, "idempotent")
+    assert scenario.request_timeout == spec.request_timeout == 20
+    assert make(spec, db=None, history=None).cfg.request_timeout == 20
+    assert scenario_spec(load_scenario("hw-data-loss"), "hw").request_timeout == 5.0
