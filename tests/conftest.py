@@ -62,23 +62,31 @@ def tiers_of(item) -> set[str]:
     return {m.name for m in item.iter_markers() if m.name in TIERS}
 
 
-# The two streams of scripts/test.sh (`--stream`): the modules whose every test is
-# in-process (tiers unit and spark) run beside the cluster modules (the rest: root,
-# docker, browser), at a lower CPU priority, so they take the CPU that the cluster
-# tests leave idle while they wait on faults. A module goes whole to one stream, so its
-# module fixtures run once. Without `--stream`, every test runs, one after another.
+# The three streams of scripts/test.sh (`--stream`), which run at once: the modules whose
+# every test is in-process (tiers unit and spark), at a lower CPU priority, take the CPU
+# that the cluster tests leave idle while they wait on faults; the cluster modules (root,
+# docker, browser tiers) are split in two, the real systems' (tests/kafka, tests/nats,
+# tests/docker: JVMs, NATS servers, containers) and the rest (the replica model on
+# namespaces, campaigns, reports), each a sequence of its own (one stream took 22 min,
+# mostly waiting). Every cluster test names its own subnet or run id, so the two do not
+# meet. A module goes whole to one stream, so its module fixtures run once. Without
+# `--stream`, every test runs, one after another.
 IN_PROCESS_TIERS = {"unit", "spark"}
-STREAMS = ("in-process", "cluster")
+REAL_SYSTEM_DIRS = ("tests/kafka/", "tests/nats/", "tests/docker/")
+STREAMS = ("in-process", "cluster", "real-systems")
 
 
 def pytest_addoption(parser):
     parser.addoption("--stream", choices=STREAMS, default=None,
-                     help="only the in-process modules (unit and Spark tiers) or only the rest (scripts/test.sh "
-                          "runs both at once)")
+                     help="only the in-process modules (unit and Spark tiers), only the real systems' cluster "
+                          "modules (tests/kafka, tests/nats, tests/docker) or only the other cluster modules "
+                          "(scripts/test.sh runs the three at once)")
 
 
-def stream_of(module_tiers: set[str]) -> str:
-    return "in-process" if module_tiers <= IN_PROCESS_TIERS else "cluster"
+def stream_of(module: str, module_tiers: set[str]) -> str:
+    if module_tiers <= IN_PROCESS_TIERS:
+        return "in-process"
+    return "real-systems" if module.startswith(REAL_SYSTEM_DIRS) else "cluster"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -95,7 +103,8 @@ def pytest_collection_modifyitems(config, items):
     module_tiers: dict[str, set[str]] = {}
     for item in items:
         module_tiers.setdefault(item.nodeid.split("::")[0], set()).update(tiers_of(item))
-    keep = [item for item in items if stream_of(module_tiers[item.nodeid.split("::")[0]]) == stream]
+    keep = [item for item in items
+            if stream_of(item.nodeid.split("::")[0], module_tiers[item.nodeid.split("::")[0]]) == stream]
     kept = set(keep)
     dropped = [item for item in items if item not in kept]
     if dropped:
