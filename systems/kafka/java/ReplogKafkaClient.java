@@ -28,7 +28,8 @@
  * an error that leaves the producer unusable (out-of-order sequence, unknown producer id, fenced
  * epoch) retires it: the next send of that client gets a new producer.
  * Reads change nothing: every poll and end_offset error is `fail`; OFFSET_OUT_OF_RANGE names
- * itself (the workload's truncated-log signal), UNKNOWN_TOPIC_OR_PARTITION is `absent`.
+ * itself (the workload's truncated-log signal); a key the metadata has no partition for, or
+ * UNKNOWN_TOPIC_OR_PARTITION, is `absent`.
  */
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -37,7 +38,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -62,6 +62,7 @@ import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.OutOfOrderSequenceException;
@@ -380,10 +381,18 @@ public final class ReplogKafkaClient {
             }
         }
 
-        /** The key's high watermark (ListOffsets latest, read_uncommitted). */
+        /** The key's high watermark (ListOffsets latest, read_uncommitted). The partition is looked
+         * up first: ListOffsets of a topic the brokers do not know retries until its timeout, while
+         * the metadata (cached, or a broker's answer) says at once that it does not exist. */
         void endOffset(long rid, int key) {
             TopicPartition tp = new TopicPartition(TOPIC, key);
             try {
+                List<PartitionInfo> parts = consumer().partitionsFor(TOPIC, Duration.ofMillis(timeoutMs));
+                if (parts == null || parts.stream().noneMatch(p -> p.partition() == key)) {
+                    fail(rid, "fail", "UNKNOWN_TOPIC_OR_PARTITION: the metadata has no partition " + key
+                         + " of topic " + TOPIC, true);
+                    return;
+                }
                 Long end = consumer().endOffsets(Collections.singleton(tp), Duration.ofMillis(timeoutMs)).get(tp);
                 ok(rid, JSON.getNodeFactory().numberNode(end == null ? -1 : end));
             } catch (Exception e) {
