@@ -10,8 +10,9 @@ producer refused before anything reached its accumulator is `fail`
 (DefiniteError), the broker's UNKNOWN_TOPIC_OR_PARTITION is an AbsentError, and
 every other send error is `info` (IndefiniteError).
 
-The JVM is started with the first send, poll or end offset (it runs in the client
-thread's network namespace: the event loop's thread spawns it), and exits when no
+The JVM is started when the topic is created or by the first send, poll or end offset
+(it runs in the client thread's network namespace: the event loop's thread spawns it),
+and exits when no
 client has been open for LINGER_S, when the event loop that started it ends
 (its watchdog task is cancelled), when the DB is torn down, or by itself when its
 stdin closes (the harness died). A JVM that exits with ops in flight ends each of
@@ -34,7 +35,7 @@ import signal
 from harness.sut import AbsentError, DefiniteError, IndefiniteError, KeyMeta
 from systems.kafka.client import KafkaLogClient, decode, encode
 
-LINGER_S = 5.0          # a JVM with no open client exits after this long
+LINGER_S = 30.0         # a JVM with no open client exits after this long (the loop's end stops it at once)
 START_TIMEOUT_S = 60.0  # until the JVM answers "ready" (a loaded 2-core machine)
 HEAP = "256m"
 # Quick to start, one GC thread: the machine also runs the brokers' JVMs.
@@ -213,7 +214,17 @@ class JavaKafkaClient:
 
     # -- the admin path (the harness's view of the cluster) --------------------
     async def create(self, keys: int, replication_factor: int, config: dict) -> None:
+        """The topic (admin path); the run's JVM is started here, during the set-up, so that
+        the workload's first ops do not wait for it."""
         await self.admin.create(keys, replication_factor, config)
+        warm = JavaKafkaClient(self.jvms, self.admin, self.request_timeout)
+        try:   # the JVM's classes loaded, a producer's and a consumer's first metadata fetched
+            await warm._call("warm", {})
+        except Exception:  # noqa: BLE001 - warming is best effort: the workload's ops say what fails
+            pass
+        finally:
+            warm._closed = True
+            await warm._close_in_jvm()
 
     async def metadata(self) -> dict[int, KeyMeta]:
         return await self.admin.metadata()
@@ -259,6 +270,10 @@ class JavaKafkaClient:
         if self._closed:
             return
         self._closed = True
+        await self._close_in_jvm()
+        await self.admin.close()
+
+    async def _close_in_jvm(self) -> None:
         jvm, self._jvm = self._jvm, None
         if jvm is not None and jvm.exited is None and jvm.loop is asyncio.get_running_loop():
             jvm.open.discard(self.cid)
@@ -266,4 +281,3 @@ class JavaKafkaClient:
                 await asyncio.wait_for(jvm.call(self.cid, "close", {}), 5.0)
             except Exception:  # noqa: BLE001 - the JVM is gone or slow: nothing to close
                 pass
-        await self.admin.close()

@@ -7,7 +7,8 @@
  * stdout, one JSON object a line: {"id": 7, "type": "ok", "value": ...}
  *                                 {"id": 7, "type": "fail" | "info", "error": "NAME: message", "absent": false}
  * Ops: open {bootstrap, timeout_ms, idempotent}, send {key, value, acks} -> offset,
- * poll {key, offset, max} -> [[offset, value], ...], end_offset {key} -> offset, close.
+ * poll {key, offset, max} -> [[offset, value], ...], end_offset {key} -> offset, close,
+ * warm (a producer and a consumer made and the topic's metadata fetched, then closed with the client).
  * Each client id is one client process: its own KafkaProducer per acks and its own
  * KafkaConsumer (assign, no group), run on the client's own thread, in request order.
  * The JVM exits when stdin ends (the harness is gone: nothing is left behind).
@@ -121,6 +122,7 @@ public final class ReplogKafkaClient {
                     case "poll": c.thread.execute(() -> c.poll(id, args.path("key").asInt(), args.path("offset").asLong(),
                                                                 args.path("max").asInt(1000))); break;
                     case "end_offset": c.thread.execute(() -> c.endOffset(id, args.path("key").asInt())); break;
+                    case "warm": c.thread.execute(() -> c.warm(id)); break;
                     case "close":
                         CLIENTS.remove(cid);
                         c.thread.execute(() -> { c.close(); ok(id, JSON.nullNode()); });
@@ -219,7 +221,10 @@ public final class ReplogKafkaClient {
                 p.put("linger.ms", "0");
                 p.put("request.timeout.ms", Integer.toString(request));
                 p.put("delivery.timeout.ms", Integer.toString(Math.max(timeoutMs, request)));
-                p.put("max.block.ms", Integer.toString(timeoutMs));
+                // send() waits up to max.block.ms for the partition's metadata before the delivery
+                // timeout starts: kept short so that the two together stay within the harness's wait
+                // for an answer (the request timeout + 2 s), as librdkafka's message.timeout.ms does
+                p.put("max.block.ms", Integer.toString(Math.min(2000, timeoutMs)));
                 p.put("metadata.max.age.ms", "3000");
                 p.put("reconnect.backoff.max.ms", "500");
                 p.put("socket.connection.setup.timeout.ms", Integer.toString(timeoutMs));
@@ -395,6 +400,18 @@ public final class ReplogKafkaClient {
                 }
                 Long end = consumer().endOffsets(Collections.singleton(tp), Duration.ofMillis(timeoutMs)).get(tp);
                 ok(rid, JSON.getNodeFactory().numberNode(end == null ? -1 : end));
+            } catch (Exception e) {
+                fail(rid, "fail", text(e), absent(e));
+            }
+        }
+
+        /** A producer's and a consumer's classes loaded and the topic's metadata fetched once (the
+         * harness warms the JVM during the set-up, so the workload's first ops do not pay for it). */
+        void warm(long rid) {
+            try {
+                int parts = producer("all").partitionsFor(TOPIC).size();
+                consumer().partitionsFor(TOPIC, Duration.ofMillis(timeoutMs));
+                ok(rid, JSON.getNodeFactory().numberNode(parts));
             } catch (Exception e) {
                 fail(rid, "fail", text(e), absent(e));
             }
