@@ -5,7 +5,7 @@ systems/kafka/java/pom.xml) into build/kafka-client/<version>/lib, compiled with
 the JDK's `javac` into build/kafka-client/<version>/classes. Cached: a build whose
 stamp names the same source (its SHA-256) is reused, so set-up and runs after the
 first take no time. scripts/setup.sh builds the default version
-(`python -m systems.kafka.java_build`); a run with another client version builds
+(`python -m systems.kafka.java_build 4.1.1`); a run with another client version builds
 it before any host exists.
 """
 from __future__ import annotations
@@ -90,10 +90,11 @@ def ensure_built(version: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m systems.kafka.java_build [VERSION]`: build (or find cached) the Java client."""
-    from systems.kafka import DEFAULT_VERSION
-
-    version = argv[0] if argv else DEFAULT_VERSION
+    """`python -m systems.kafka.java_build VERSION`: build (or find cached) the Java client."""
+    if len(argv) != 1:
+        print("usage: python -m systems.kafka.java_build VERSION (kafka-clients, e.g. 4.1.1)", file=sys.stderr)
+        return 2
+    version = argv[0]
     cached = built(version)
     try:
         ensure_built(version)
