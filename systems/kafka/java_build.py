@@ -72,7 +72,9 @@ def ensure_built(version: str) -> str:
                           capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not (tmp / "lib" / f"kafka-clients-{version}.jar").is_file():
         shutil.rmtree(tmp, ignore_errors=True)
-        why = next((ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if "ERROR" in ln), "")
+        text = proc.stdout + proc.stderr
+        why = ("" if "Could not resolve dependencies" in text or "not found" in text
+               else next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), ""))
         raise JavaClientUnavailable(f"Maven Central does not serve org.apache.kafka:kafka-clients:{version}"
                                     f"{': ' + why[:160] if why else ''}; pick a served version, e.g. "
                                     f"--option client_version=4.1.1")

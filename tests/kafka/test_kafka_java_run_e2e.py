@@ -99,3 +99,14 @@ def test_a_java_client_run_survives_its_jvm_killed_and_ends_with_a_verdict(tmp_p
     assert after, "the run went on in a new client JVM"
     assert len(seen) >= 2, f"a new JVM after the kill: {seen}"
     assert not [p for p in seen if _alive(p)], "no client JVM outlives the run"
+
+
+def test_a_client_version_maven_does_not_serve_is_one_line_exit_2_before_any_host(tmp_path):
+    out = subprocess.run(harness_cmd("run", "--sut", "kafka", "--option", "client=java", "--option",
+                                     "client_version=4.1.99", "--time-limit", "5", "--store", tmp_path / "s"),
+                         cwd=tmp_path, env=harness_env(tmp_path), capture_output=True, text=True, timeout=300)
+    errors = [line for line in out.stderr.splitlines() if line.startswith("harness: error:")]
+    assert out.returncode == 2 and len(errors) == 1, out.stderr[-2000:]
+    assert "Maven Central does not serve org.apache.kafka:kafka-clients:4.1.99" in errors[0]
+    assert "client_version=" in errors[0] and len(errors[0]) < 300
+    assert not list((tmp_path / "runs").glob("*.json"))
