@@ -138,13 +138,18 @@ class KafkaDb(NodeDaemons):
         return JavaKafkaClient(self.client_jvms(), admin, request_timeout, idempotent=self.options.idempotent)
 
     def client_jvms(self):
-        """The run's client JVM (started by the first Java client's first op; systems/kafka/java_client.py)."""
+        """The run's client JVM (started when a Java client creates the topic or by its first op;
+        systems/kafka/java_client.py); its stderr goes to <work_dir>/java-client.log."""
         if self._client_jvms is None:
+            import shutil
+
             from systems.kafka.java_build import ensure_built
             from systems.kafka.java_client import ClientJvms
 
             work = self.cluster.layout.work_dir
-            self._client_jvms = ClientJvms(ensure_built(self.options.client_version),
+            # the `java` option names the hosts' launcher; this machine's, where it has it (netns hosts)
+            java = self.options.java if shutil.which(self.options.java) else "java"
+            self._client_jvms = ClientJvms(ensure_built(self.options.client_version), java=java,
                                            log_path=os.path.join(work, "java-client.log")
                                            if os.path.isdir(work) else None)
         return self._client_jvms
