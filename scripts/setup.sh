@@ -12,8 +12,8 @@ say() { echo "setup: $*" >&2; }
 
 # fuse3 + libfuse3-3: lazyfs (power faults); libfaketime: clock faults; iproute2 has tc (packet faults)
 # nats-server: the NATS JetStream system under test (systems/nats)
-# maven: Kafka's jars from Maven Central (systems/kafka/setup.sh)
-DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless chromium fuse3 libfuse3-3 libfaketime nats-server maven)
+# maven: Kafka's jars from Maven Central (systems/kafka/setup.sh); the JDK's javac builds Kafka's Java client
+DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless openjdk-17-jdk-headless chromium fuse3 libfuse3-3 libfaketime nats-server maven)
 missing=()
 for p in "${DEBS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,7 +23,10 @@ into build/kafka/<version>/lib), `elr` (KIP-966's eligible.leader.replicas.versi
 feature, set when the metadata is formatted), `fsync` (none: Kafka's default,
 the OS flushes; every: log.flush.interval.messages=1), `controllers`
 (dedicated | combined), `idempotent` (the client's idempotent producer
-instead of one broker answer per send) and `java` (the launcher on the hosts).
+instead of one broker answer per send), `java` (the launcher on the hosts),
+`client` (librdkafka | java: Kafka's Java client, one JVM per run serving every
+client process, systems/kafka/java_client.py; the `log` workload only so far) and
+`client_version` (the Java client's kafka-clients release; default: `version`).
 
 Tiered storage (`tiered`, or the setting remote.storage.enable: true; 4.x only):
 Kafka's LocalTieredStorage in a directory every broker of the run shares, the
@@ -38,7 +41,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from harness.sut import (CHECKPOINTS, CLOCK, DATA_FILES, DUMP, EVENTS, INSPECT, OFFSETS, PAUSE, PROCESS, REMOTE_TIER,
                          MEMBERSHIP, TRANSACTIONS, WIPE, Parts, System, SystemOptions)
@@ -63,6 +66,27 @@ class KafkaOptions(SystemOptions):
     # the topic-based remote log metadata manager (systems/kafka/tiered.py); also on when the
     # settings have remote.storage.enable: true
     tiered: bool = False
+    # The client of the workload's sends and polls: confluent-kafka (librdkafka), or Kafka's own
+    # Java client in one JVM per run (systems/kafka/java_client.py); `client_version` is the
+    # Java client's kafka-clients release (default: the broker's `version`).
+    client: Literal["librdkafka", "java"] = "librdkafka"
+    client_version: str | None = None
+
+    @model_validator(mode="after")
+    def _client_version(self) -> "KafkaOptions":
+        if self.client == "librdkafka":
+            if self.client_version is not None:
+                raise ValueError(f"client_version={self.client_version} is the Java client's (kafka-clients); "
+                                 f"with client=librdkafka the client is the installed confluent-kafka: drop "
+                                 f"client_version or add client=java")
+            return self
+        v = self.client_version or self.version
+        if not re.fullmatch(r"\d+\.\d+\.\d+(\.\d+)?", v) or int(v.split(".")[0]) < 3:
+            raise ValueError(f"client=java needs kafka-clients 3.0 or later (client_version {v}"
+                             f"{'' if self.client_version else ', the broker version'}); give one, e.g. "
+                             f"client_version={DEFAULT_VERSION} (4.x clients talk to brokers 2.1 and later)")
+        self.client_version = v
+        return self
 
     @field_validator("version")
     @classmethod
@@ -100,6 +124,10 @@ NO_TRANSACTIONS = ("Kafka {version} has no transactions or transactional offset 
                    "KIP-98); use --option version=0.11.0.3, 2.8.2 or 4.x")
 
 
+JAVA_NO_TRANSACTIONS = ("the Java client (client=java) does not do transactions or group consumers yet (the queue "
+                        "workload); use client=librdkafka for them")
+
+
 def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
     """Every version; a remote tier only with tiered storage on (4.x); transactions from 0.11 on."""
     return {
@@ -109,7 +137,8 @@ def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
         REMOTE_TIER: None if _tiered(settings, options) else
         "tiered storage is off in this run: turn it on with --option tiered=true (Kafka 4.x), "
         "or the topic setting remote.storage.enable: true",
-        TRANSACTIONS: NO_TRANSACTIONS.format(version=options.version) if options.version.startswith("0.10.") else None,
+        TRANSACTIONS: NO_TRANSACTIONS.format(version=options.version) if options.version.startswith("0.10.") else
+        JAVA_NO_TRANSACTIONS if options.client == "java" else None,
         WIPE: None,
         MEMBERSHIP: None if options.version not in ("0.10.2.2", "0.11.0.3") else
         f"Kafka {options.version} has no AlterPartitionReassignments (KIP-455, Kafka 2.4): use 2.8.2 or 4.x",
@@ -141,6 +170,9 @@ def check_settings(settings: dict, options: KafkaOptions) -> None:
         if install.zk_era(options.version):
             raise ValueError(f"tiered storage (KIP-405) needs Kafka 4.x; {options.version} has none")
         install.ensure_tiered_jar(options.version)
+    if options.client == "java":
+        from systems.kafka.java_build import ensure_built
+        ensure_built(options.client_version)
 
 
 def node_events(nodes_dir):

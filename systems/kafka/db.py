@@ -99,6 +99,7 @@ class KafkaDb(NodeDaemons):
         self.process = self
         self.pausable = self
         self._membership = None
+        self._client_jvms = None
         self.inspector = KafkaInspector(self)
         self.remote_tier = tiered.KafkaRemoteTier(self, TOPIC, [node_id(n) for n in self.nodes]) \
             if self.tiered else None
@@ -125,8 +126,37 @@ class KafkaDb(NodeDaemons):
     def endpoints(self) -> list[tuple[str, int]]:
         return [self.address(n) for n in self.nodes]
 
-    def client(self, request_timeout: float = 5.0, prefer: str | None = None) -> KafkaLogClient:
-        """`prefer` only orders the bootstrap list: requests go to each partition's leader."""
+    def client(self, request_timeout: float = 5.0, prefer: str | None = None):
+        """The workload's client: librdkafka's (KafkaLogClient), or with `client=java` one
+        client process of the run's client JVM (JavaKafkaClient), which creates the topic and
+        reads the metadata through the librdkafka admin path."""
+        admin = self.admin_client(request_timeout, prefer)
+        if self.options.client != "java":
+            return admin
+        from systems.kafka.java_client import JavaKafkaClient
+
+        return JavaKafkaClient(self.client_jvms(), admin, request_timeout, idempotent=self.options.idempotent)
+
+    def client_jvms(self):
+        """The run's client JVM (started when a Java client creates the topic or by its first op;
+        systems/kafka/java_client.py); its stderr goes to <work_dir>/java-client.log."""
+        if self._client_jvms is None:
+            import shutil
+
+            from systems.kafka.java_build import ensure_built
+            from systems.kafka.java_client import ClientJvms
+
+            work = self.cluster.layout.work_dir
+            # the `java` option names the hosts' launcher; this machine's, where it has it (netns hosts)
+            java = self.options.java if shutil.which(self.options.java) else "java"
+            self._client_jvms = ClientJvms(ensure_built(self.options.client_version), java=java,
+                                           log_path=os.path.join(work, "java-client.log")
+                                           if os.path.isdir(work) else None)
+        return self._client_jvms
+
+    def admin_client(self, request_timeout: float = 5.0, prefer: str | None = None) -> KafkaLogClient:
+        """librdkafka's client (the harness's own view: topic, metadata, offsets). `prefer`
+        only orders the bootstrap list: requests go to each partition's leader."""
         endpoints = self.endpoints()
         if prefer in self.nodes:
             first = self.address(prefer)
@@ -450,7 +480,10 @@ class KafkaDb(NodeDaemons):
         return self.exited_at_startup([h for h in self.hosts if h in self.lib], "the Kafka node")
 
     def teardown(self, grace: float = 20.0) -> None:
-        """Brokers first (a controlled shutdown needs the controller), then the quorum."""
+        """Brokers first (a controlled shutdown needs the controller), then the quorum; a client
+        JVM still running (its event loop ended without stopping it) is killed."""
+        if self._client_jvms is not None:
+            self._client_jvms.kill()
         self.stop_daemons(self.nodes, grace)
         if self.zookeeper:
             self._stop_zk_controller(grace)

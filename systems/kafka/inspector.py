@@ -82,7 +82,7 @@ class KafkaInspector:
 
     def _kafka(self):
         if self._client is None:
-            self._client = self.db.client(request_timeout=2.0)
+            self._client = self.db.admin_client(request_timeout=2.0)
         return self._client
 
     async def cluster_view(self) -> tuple[dict[int, dict], dict[int, int]]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Kafka's default version's jars from Maven Central into build/kafka/<v>/lib
-# (cached; called by scripts/setup.sh). Other versions are resolved when a run
-# asks for them (systems/kafka/install.py).
+# Kafka's default version's jars from Maven Central into build/kafka/<v>/lib, and
+# the Java client (client=java) built against its kafka-clients into
+# build/kafka-client/<v> (both cached; called by scripts/setup.sh). Other versions
+# are resolved when a run asks for them (systems/kafka/install.py, java_build.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 v="${KAFKA_VERSION:-$(sed -n 's/^DEFAULT_VERSION = "\(.*\)"/\1/p' systems/kafka/__init__.py)}"
@@ -15,8 +16,12 @@ tiered() {   # LocalTieredStorage (the storage module's test jar) for --option t
     mv "build/kafka/$v/tiered/partial/kafka-storage-$v-test.jar" "$jar"
     rm -rf "build/kafka/$v/tiered/partial"
 }
+java_client() {   # build/kafka-client/<v>: kafka-clients and Jackson, the program compiled (cached)
+    .venv/bin/python -m systems.kafka.java_build "$v"
+}
 if ls "build/kafka/$v/lib/kafka_2.13-$v.jar" >/dev/null 2>&1; then
     tiered
+    java_client
     exit 0
 fi
 echo "setup: Kafka $v jars from Maven Central (mvn dependency:copy-dependencies)" >&2
@@ -26,3 +31,4 @@ mvn -B -q -Dstyle.color=never -f systems/kafka/maven/pom.xml "-Dkafka.version=$v
 rm -rf "build/kafka/$v/lib"
 mv "build/kafka/$v/lib.partial" "build/kafka/$v/lib"
 tiered
+java_client

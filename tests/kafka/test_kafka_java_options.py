@@ -1,0 +1,38 @@
+"""The Kafka options of the Java client (systems/kafka/__init__.py): `client_version`
+follows the broker's `version`, belongs to client=java only, and must be a client the
+program builds against (3.0 or later); client=java refuses transactions for now."""
+import pytest
+from pydantic import ValidationError
+
+from harness.sut import TRANSACTIONS
+from systems.kafka import SYSTEM
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_client_version_follows_the_broker_unless_given():
+    assert SYSTEM.parse_options({}).client == "librdkafka"
+    assert SYSTEM.parse_options({}).client_version is None
+    assert SYSTEM.parse_options({"client": "java"}).client_version == "4.1.1"
+    assert SYSTEM.parse_options({"client": "java", "version": "4.2.1"}).client_version == "4.2.1"
+    assert SYSTEM.parse_options({"client": "java", "version": "2.8.2", "client_version": "4.1.1"}).model_dump()[
+        "client_version"] == "4.1.1"
+
+
+@pytest.mark.parametrize("options, text", [
+    ({"client_version": "4.1.1"}, "add client=java"),
+    ({"client": "java", "version": "2.8.2"}, "client_version=4.1.1"),
+    ({"client": "java", "client_version": "2.8.2"}, "kafka-clients 3.0 or later"),
+    ({"client": "jvm"}, "librdkafka"),
+])
+def test_a_client_the_program_cannot_be_is_refused_in_one_line(options, text):
+    with pytest.raises(ValidationError) as e:
+        SYSTEM.parse_options(options)
+    assert text in str(e.value)
+
+
+def test_the_java_client_refuses_transactions_for_now():
+    assert SYSTEM.capabilities_in({}, {}).has(TRANSACTIONS)
+    java = SYSTEM.capabilities_in({}, {"client": "java"})
+    assert not java.has(TRANSACTIONS)
+    assert "client=librdkafka" in java[TRANSACTIONS]
