@@ -57,25 +57,35 @@ def ensure_jars(version: str) -> Path:
     out = lib_dir(version)
     tmp = out.with_name("lib.partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    proc = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-P{profile(version)}",
-                           f"-Dkafka.version={version}",
-                           "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
-                          capture_output=True, text=True, timeout=900)
+    proc = copy_dependencies(mvn, POM, tmp, f"-P{profile(version)}", f"-Dkafka.version={version}")
     if proc.returncode != 0 or not (tmp / broker_jar(version)).is_file():
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             out.parent.rmdir()   # no empty folder for a version that does not exist
         except OSError:
             pass
-        text = proc.stdout + proc.stderr
-        why = ("" if "Could not resolve dependencies" in text or "not found" in text
-               else next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), ""))
+        why = maven_failure(proc)
         raise KafkaUnavailable(f"Maven Central does not serve Kafka {version} (org.apache.kafka:"
                                f"{broker_jar(version).rsplit('-', 1)[0]}:{version}){': ' + why[:160] if why else ''}; pick a served version, e.g. "
                                f"--option version=4.1.1")
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return out
+
+
+def copy_dependencies(mvn: str, pom: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    """`mvn dependency:copy-dependencies` of `pom` (with `args`: profiles, properties) into `out`."""
+    return subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom), *args,
+                           "dependency:copy-dependencies", f"-DoutputDirectory={out}"],
+                          capture_output=True, text=True, timeout=900)
+
+
+def maven_failure(proc: subprocess.CompletedProcess) -> str:
+    """Maven's one line of why, or "" when the artifact is simply not served (the caller says so)."""
+    text = proc.stdout + proc.stderr
+    if "Could not resolve dependencies" in text or "not found" in text:
+        return ""
+    return next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), "")
 
 
 def tiered_dir(version: str) -> Path:

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from systems.kafka.install import copy_dependencies, maven_failure
+
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_DIR = REPO / "systems" / "kafka" / "java"
 POM = SOURCE_DIR / "pom.xml"
@@ -67,14 +69,10 @@ def ensure_built(version: str) -> str:
     d = build_dir(version)
     tmp = d.with_name(version + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    proc = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM), f"-Dkafka.version={version}",
-                           "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'lib'}"],
-                          capture_output=True, text=True, timeout=900)
+    proc = copy_dependencies(mvn, POM, tmp / "lib", f"-Dkafka.version={version}")
     if proc.returncode != 0 or not (tmp / "lib" / f"kafka-clients-{version}.jar").is_file():
         shutil.rmtree(tmp, ignore_errors=True)
-        text = proc.stdout + proc.stderr
-        why = ("" if "Could not resolve dependencies" in text or "not found" in text
-               else next((ln.strip() for ln in text.splitlines() if "ERROR" in ln), ""))
+        why = maven_failure(proc)
         raise JavaClientUnavailable(f"Maven Central does not serve org.apache.kafka:kafka-clients:{version}"
                                     f"{': ' + why[:160] if why else ''}; pick a served version, e.g. "
                                     f"--option client_version=4.1.1")

@@ -7,6 +7,11 @@ from tests.nats.natsutil import NatsCluster, healthy, log_ready, need_root, unti
 from harness.sut import RunShape
 
 
+# sessions and ISR lag short enough that a killed leader is replaced within seconds
+QUICK_FAILOVER = {"broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 1000,
+                  "replica.lag.time.max.ms": 5000}
+
+
 class KafkaCluster(NatsCluster):
     """NatsCluster's namespaces, record and client thread, with the Kafka system."""
 

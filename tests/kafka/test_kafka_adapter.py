@@ -11,12 +11,11 @@ import pytest
 
 from harness.sut import DefiniteError
 from systems.kafka.db import KafkaMissing
-from tests.kafka.kafkautil import KafkaCluster, healthy, log_ready, need_root, until
+from tests.kafka.kafkautil import QUICK_FAILOVER, KafkaCluster, healthy, log_ready, need_root, until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 SUBNET = "10.221.7.0/24"
-SETTINGS = {"broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 1000,
-            "replica.lag.time.max.ms": 5000}
+SETTINGS = QUICK_FAILOVER
 
 
 @pytest.fixture(scope="module")

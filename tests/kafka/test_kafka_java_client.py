@@ -14,12 +14,11 @@ import pytest
 
 from harness.sut import AbsentError, DefiniteError, IndefiniteError
 from systems.kafka.java_client import JavaKafkaClient
-from tests.kafka.kafkautil import KafkaCluster, log_ready, need_root, until
+from tests.kafka.kafkautil import QUICK_FAILOVER, KafkaCluster, log_ready, need_root, until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(600)]
 SUBNET = "10.221.37.0/24"
-SETTINGS = {"broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 1000,
-            "replica.lag.time.max.ms": 5000}
+SETTINGS = QUICK_FAILOVER
 
 
 @pytest.fixture(scope="module")
