@@ -48,6 +48,14 @@ class WorkloadConfig:
     request_timeout: float = 5.0
     seed: int = 0
 
+    @classmethod
+    def from_spec(cls, spec, acks: str | None = None) -> "WorkloadConfig":
+        """The run's spec (TestSpec) as a workload's settings; `acks` overrides the spec's."""
+        return cls(keys=spec.keys, concurrency=spec.concurrency, rate=spec.rate,
+                   send_fraction=spec.send_fraction, acks=acks or spec.acks,
+                   replication_factor=spec.replication_factor, topic_config=dict(spec.settings),
+                   seed=spec.seed, request_timeout=spec.request_timeout)
+
 
 def _err(e: BaseException) -> str:
     if isinstance(e, ClientError):
@@ -505,11 +513,7 @@ class LogWorkload:
 
 
 def make(spec, db, history, log=lambda m: None) -> LogWorkload:
-    cfg = WorkloadConfig(keys=spec.keys, concurrency=spec.concurrency, rate=spec.rate,
-                         send_fraction=spec.send_fraction, acks=spec.acks,
-                         replication_factor=spec.replication_factor, topic_config=dict(spec.settings),
-                         seed=spec.seed, request_timeout=spec.request_timeout)
-    return LogWorkload(cfg, db, history, log=log)
+    return LogWorkload(WorkloadConfig.from_spec(spec), db, history, log=log)
 
 
 def _declare():

@@ -262,10 +262,7 @@ class QueueWorkload(LogWorkload):
 
 
 def make(spec, db, history, log=lambda m: None) -> QueueWorkload:
-    cfg = WorkloadConfig(keys=spec.keys, concurrency=spec.concurrency, rate=spec.rate,
-                         send_fraction=spec.send_fraction, acks="all",
-                         replication_factor=spec.replication_factor, topic_config=dict(spec.settings),
-                         seed=spec.seed, request_timeout=spec.request_timeout)
+    cfg = WorkloadConfig.from_spec(spec, acks="all")   # transactions need acks=all
     return QueueWorkload(cfg, QueueOptions.model_validate(getattr(spec, "workload_options", None) or {}),
                          db, history, log=log)
 
