@@ -107,7 +107,8 @@ class RandomProgram:
             return targeted_steps(ctx, self.faults, self.spec.seed, self.spec.nemesis_interval, deadline,
                                   ctx.db.inspector, getattr(ctx.workload, "in_flight", None))
         return random_steps(ctx, self.faults, self.spec.seed, self.spec.nemesis_interval, deadline,
-                            leader=ctx.workload.leader_node)
+                            leader=ctx.workload.leader_node,
+                            under_replicated=getattr(ctx.workload, "under_replicated", None))
 
     def background(self, ctx):
         return []

@@ -9,7 +9,11 @@ KIP-903) is what the `replaced-disk` scenario asks.
 
 Random schedule: one node (twice as often) or the leader of a key, never more:
 operators replace one disk at a time, and losing a majority's disks loses data
-on every system. Scenario steps: `disk-loss: B`, `disk-restart: B` (`restart:`
+on every system. And it waits, as operators do, until no key is under-replicated
+(`in_sync_first`: every key's ISR holds all its replicas again, the previous
+wiped node caught up) before it replaces the next disk: wiping a node while the
+earlier one is still catching up destroys the last copy, a loss no system can
+avoid (docs/findings/kafka.md, "the last copy"). Scenario steps: `disk-loss: B`, `disk-restart: B` (`restart:`
 also starts it; the final phase restarts whatever is still down).
 """
 from __future__ import annotations
@@ -64,6 +68,8 @@ def _text(node: str, wiped: dict) -> str:
 
 DISK_LOSS = FaultKind(name="disk-loss", start="disk-loss", stop="disk-restart", stop_step="disk-restart",
                       colour="#bcbd22", needs=(PROCESS, WIPE), make=DiskLoss, targets=(ONE, ONE, LEADER),
+                      in_sync_first=True,
                       description="a replaced disk: kill one node (or a leader), empty its data directory "
                                   "(Kafka KRaft: formatted again, same id, new directory id); disk-restart "
-                                  "starts it again")
+                                  "starts it again; the random schedule waits until every key is fully "
+                                  "in sync before it wipes the next node")

@@ -125,6 +125,9 @@ class FaultKind:
     prepare: Callable[[FaultEnv], None] | None = None     # before the system starts (mount, LD_PRELOAD)
     release: Callable[[FaultEnv], None] | None = None     # after the system stopped (unmount)
     host_cleanup: Callable[[str], str] | None = None      # shell removing its state under a run folder
+    # Destroys a copy of the data (a replaced disk): the random schedule starts it only once every
+    # key's ISR holds all its replicas (nemesis.schedule), as operators replace one disk at a time.
+    in_sync_first: bool = False
     extra: dict = field(default_factory=dict)  # anything else a fault wants to declare
 
     @property

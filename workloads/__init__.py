@@ -3,7 +3,8 @@
 A workload is one module with a `Workload` declaration; `make(spec, db,
 history, log)` returns the object the runner drives: `setup()`,
 `run(deadline)` (the random clients), `leader_node()` (for leader-targeted
-faults), `write(key, count, acks, expect, step)` (scenario writes),
+faults), `under_replicated()` (optional: keys not fully in sync, for faults
+that destroy a copy), `write(key, count, acks, expect, step)` (scenario writes),
 `final_reads(recovery_timeout)` and `close()`.
 
 `needs`: capabilities of harness.sut the workload asks of the system (a spec

@@ -177,6 +177,17 @@ class LogWorkload:
         finally:
             await client.close()
 
+    async def under_replicated(self) -> list[int]:
+        """Keys whose ISR lacks one of their assigned replicas (or that have no leader): a
+        fault that destroys a copy waits until there are none (nemesis.schedule)."""
+        client = self.client()
+        try:
+            meta = await client.metadata()
+        finally:
+            await client.close()
+        return sorted(k for k, m in meta.items()
+                      if m.leader is None or (m.replicas and set(m.isr) != set(m.replicas)))
+
     # -- main phase --------------------------------------------------------
     async def run(self, deadline: float) -> None:
         async with asyncio.TaskGroup() as tg:

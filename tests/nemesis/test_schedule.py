@@ -102,3 +102,57 @@ def test_every_fault_is_stopped(tmp_path):
     assert active is None
     assert not db.down  # every killed broker restarted
     assert ops and all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)
+
+
+class _Kind:
+    def __init__(self, in_sync_first):
+        self.in_sync_first = in_sync_first
+
+
+class _Fault:
+    def choose(self, rng, view):
+        from nemesis.fault import Target
+        return Target([rng.choice(["n1", "n2", "n3"])], spec="one")
+
+
+class _Nemesis:
+    def __init__(self, in_sync_first):
+        self.kind = _Kind(in_sync_first)
+
+    def fault(self, name):
+        return self.kind, _Fault()
+
+
+def _steps(in_sync_first, behind, interval=0.02, limit=0.5):
+    """The schedule's steps (not run) with a fault that destroys a copy or not, and a
+    cluster whose under-replicated keys come from `behind()` on each question."""
+    from harness.steps import FaultStep
+
+    logs, asked = [], []
+    ctx = RunContext(spec=None, system=None, db=None, plan=registry.system("replica").host_plan(3),
+                     history=None, nemesis=_Nemesis(in_sync_first), workload=None, store=None, log=logs.append)
+
+    async def under_replicated():
+        asked.append(time.monotonic())
+        return behind()
+
+    async def collect():
+        out = []
+        async for step in random_steps(ctx, ["disk-loss"], 3, interval, time.monotonic() + limit,
+                                       under_replicated=under_replicated):
+            if isinstance(step, FaultStep):
+                out.append(step)
+        return out
+
+    return asyncio.run(collect()), logs, asked
+
+
+def test_a_fault_that_destroys_a_copy_waits_for_every_key_in_sync_and_skips_if_none_comes():
+    steps, logs, asked = _steps(True, lambda: [1])           # key 1 never catches up
+    assert steps == [] and asked
+    assert logs and all("disk-loss skipped: keys 1 still under-replicated" in m for m in logs)
+    answers = iter([[0, 2], [2]] + [[]] * 1000)             # caught up on the third question
+    steps, logs, asked = _steps(True, lambda: next(answers))
+    assert steps and not logs and len(asked) >= 3
+    steps, logs, asked = _steps(False, lambda: [1])          # other faults do not ask
+    assert steps and not asked and not logs
