@@ -124,10 +124,6 @@ NO_TRANSACTIONS = ("Kafka {version} has no transactions or transactional offset 
                    "KIP-98); use --option version=0.11.0.3, 2.8.2 or 4.x")
 
 
-JAVA_NO_TRANSACTIONS = ("the Java client (client=java) does not do transactions or group consumers yet (the queue "
-                        "workload); use client=librdkafka for them")
-
-
 def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
     """Every version; a remote tier only with tiered storage on (4.x); transactions from 0.11 on."""
     return {
@@ -137,8 +133,7 @@ def capabilities_for(settings: dict, options: KafkaOptions) -> dict:
         REMOTE_TIER: None if _tiered(settings, options) else
         "tiered storage is off in this run: turn it on with --option tiered=true (Kafka 4.x), "
         "or the topic setting remote.storage.enable: true",
-        TRANSACTIONS: NO_TRANSACTIONS.format(version=options.version) if options.version.startswith("0.10.") else
-        JAVA_NO_TRANSACTIONS if options.client == "java" else None,
+        TRANSACTIONS: NO_TRANSACTIONS.format(version=options.version) if options.version.startswith("0.10.") else None,
         WIPE: None,
         MEMBERSHIP: None if options.version not in ("0.10.2.2", "0.11.0.3") else
         f"Kafka {options.version} has no AlterPartitionReassignments (KIP-455, Kafka 2.4): use 2.8.2 or 4.x",

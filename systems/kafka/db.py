@@ -170,7 +170,13 @@ class KafkaDb(NodeDaemons):
                                      **{self.address(n): n for n in self.nodes}})
 
     def queue_client(self, request_timeout: float, name: str, group: str, txn: bool = True):
-        """TRANSACTIONS: one process's transactional producer and group consumer (systems/kafka/queue.py)."""
+        """TRANSACTIONS: one process's transactional producer and group consumer (systems/kafka/queue.py;
+        with `client=java`, in the run's client JVM: systems/kafka/java_queue.py)."""
+        if self.options.client == "java":
+            from systems.kafka.java_queue import JavaQueueClient
+
+            return JavaQueueClient(self.client_jvms(), ",".join(f"{h}:{p}" for h, p in self.endpoints()),
+                                   request_timeout, name, group, txn)
         from systems.kafka.queue import KafkaQueueClient
 
         return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)

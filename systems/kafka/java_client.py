@@ -156,6 +156,8 @@ class ClientJvms:
         self.generations = itertools.count(1)
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None   # the starting lock, per loop
         self.clients = itertools.count(1)
+        # the transaction protocol each committed transaction's producer used (java_queue.py) -> how many
+        self.transaction_protocols: dict[str, int] = {}
 
     def argv(self) -> list[str]:
         return [self.java, "-Xms64m", f"-Xmx{HEAP}", *JVM_FLAGS, "-cp", self.class_path, MAIN]

@@ -1,6 +1,7 @@
 """The Kafka options of the Java client (systems/kafka/__init__.py): `client_version`
 follows the broker's `version`, belongs to client=java only, and must be a client the
-program builds against (3.0 or later); client=java refuses transactions for now."""
+program builds against (3.0 or later); client=java has transactions (the queue workload)
+on the versions that have them."""
 import pytest
 from pydantic import ValidationError
 
@@ -31,8 +32,8 @@ def test_a_client_the_program_cannot_be_is_refused_in_one_line(options, text):
     assert text in str(e.value)
 
 
-def test_the_java_client_refuses_transactions_for_now():
+def test_the_java_client_has_transactions_where_the_broker_has_them():
     assert SYSTEM.capabilities_in({}, {}).has(TRANSACTIONS)
-    java = SYSTEM.capabilities_in({}, {"client": "java"})
-    assert not java.has(TRANSACTIONS)
-    assert "client=librdkafka" in java[TRANSACTIONS]
+    assert SYSTEM.capabilities_in({}, {"client": "java"}).has(TRANSACTIONS)
+    old = SYSTEM.capabilities_in({}, {"client": "java", "version": "0.10.2.2", "client_version": "3.9.1"})
+    assert not old.has(TRANSACTIONS) and "0.11" in old[TRANSACTIONS]

@@ -9,6 +9,7 @@
  * Ops: open {bootstrap, timeout_ms, idempotent}, send {key, value, acks} -> offset,
  * poll {key, offset, max} -> [[offset, value], ...], end_offset {key} -> offset, close,
  * warm (a producer and a consumer made and the topic's metadata fetched, then closed with the client).
+ * Ops "q_*" are the queue workload's (transactions, consumer groups): QueueProcess.java, its own header.
  * Each client id is one client process: its own KafkaProducer per acks and its own
  * KafkaConsumer (assign, no group), run on the client's own thread, in request order.
  * The JVM exits when stdin ends (the harness is gone: nothing is left behind).
@@ -82,6 +83,7 @@ public final class ReplogKafkaClient {
     static final int KEPT_RECORDS = 20_000;    // records kept for a key not being read
     static final ObjectMapper JSON = new ObjectMapper();
     static final Map<Long, Client> CLIENTS = new ConcurrentHashMap<>();
+    static final Map<Long, QueueProcess> QUEUES = new ConcurrentHashMap<>();   // the queue workload's processes
     static PrintStream out;
 
     public static void main(String[] argv) throws Exception {
@@ -111,6 +113,25 @@ public final class ReplogKafkaClient {
                     ok(id, JSON.nullNode());
                     continue;
                 }
+                if (op.startsWith("q_")) {   // the queue workload (QueueProcess)
+                    if (op.equals("q_open")) {
+                        QueueProcess old = QUEUES.put(cid, new QueueProcess(cid, args));
+                        if (old != null) old.handle(-1, "q_close", args);
+                        ok(id, JSON.nullNode());
+                        continue;
+                    }
+                    QueueProcess q = QUEUES.get(cid);
+                    if (q == null) {
+                        fail(id, "fail", "NOT_OPEN: queue client " + cid + " is not open", false);
+                        continue;
+                    }
+                    q.handle(id, op, args);
+                    if (op.equals("q_close")) {
+                        QUEUES.remove(cid);
+                        q.thread.shutdown();
+                    }
+                    continue;
+                }
                 Client c = CLIENTS.get(cid);
                 if (c == null) {
                     fail(id, "fail", "NOT_OPEN: client " + cid + " is not open", false);
@@ -135,6 +156,7 @@ public final class ReplogKafkaClient {
             }
         }
         for (Client c : CLIENTS.values()) c.close();   // stdin ended: the harness is gone
+        for (QueueProcess q : QUEUES.values()) q.close();
         System.exit(0);
     }
 
