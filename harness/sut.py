@@ -53,7 +53,10 @@ OFFSETS = "offsets"          # Inspector.state's leo / hw / log_start are the re
 META_GROUP = "meta-group"    # DB.inspector.meta_group (the MetaGroup protocol): scenario roles `the metadata leader`
 REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (None while tiered storage is off)
 # DB.queue_client(request_timeout, name, group, txn) -> QueueClient: transactional producers and consumer
-# groups (the `queue` workload, workloads/queue.py); `name` is unique per process (a transactional id)
+# groups (the `queue` workload, workloads/queue.py); `name` is unique per process (a transactional id).
+# DB.client_info() (optional) -> dict: the client library the queue clients are (`client`, `version`) and
+# what it negotiated with the cluster (`transaction_protocol`), as far as the library says; the queue
+# workload records it in its final reads (history), results.json and the report show it.
 TRANSACTIONS = "transactions"
 WIPE = "wipe"                # DB.wipe: a stopped node's disk replaced by an empty one, prepared as the system needs
 MEMBERSHIP = "membership"    # DB.membership: move a key's replicas to other nodes (and unregister a stopped node)

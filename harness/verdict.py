@@ -70,11 +70,15 @@ def first_times(store_dir, results: dict) -> dict:
 def workload_counts(store_dir, results: dict) -> dict:
     """results.json's `workload_counts`: what the workload counted as it ran (the history's
     `final-reads` op's `counts`, or an old store's test.json `final_reads.counts`; the queue
-    workload: committed, aborted, indefinite, rebalances)."""
+    workload: committed, aborted, indefinite, rebalances), and `client`: the final reads' client
+    library, its version and the transaction protocol it negotiated (the queue workload)."""
     final = run_store.final_reads(Path(store_dir))
     counts = (final or {}).get("counts")
     if isinstance(counts, dict):
         results["workload_counts"] = counts
+    client = (final or {}).get("client")
+    if isinstance(client, dict):   # the queue workload: the client library and what it negotiated
+        results["client"] = client
     return results
 
 

@@ -32,6 +32,7 @@ class Section:
     cycles: list
     allowed: list
     note: str = ""
+    client: str = ""   # the client library, its version and the transaction protocol it negotiated
 
 
 def section(results: dict | None) -> Section | None:
@@ -46,7 +47,24 @@ def section(results: dict | None) -> Section | None:
     cycles = [CycleView(c.get("kind", "?"), c.get("component", 0), c.get("text", ""), draw(c),
                         c.get("transactions") or [], c.get("edges") or [])
               for c in txn.get("cycles") or [] if isinstance(c, dict)]
-    return Section(counts, cycles, list(txn.get("allowed") or []), txn.get("note", ""))
+    return Section(counts, cycles, list(txn.get("allowed") or []), txn.get("note", ""),
+                   client_text((results or {}).get("client")))
+
+
+def client_text(client) -> str:
+    """results.json's `client` in one line: "java 4.1.1; transaction protocol 2 (35 commits; ...)"."""
+    if not isinstance(client, dict) or not client.get("client"):
+        return ""
+    text = f"{client['client']} {client.get('version') or ''}".rstrip()
+    protocol = client.get("transaction_protocol")
+    if isinstance(protocol, dict):
+        seen = ", ".join(f"{k} ({v} commit{'s' if v != 1 else ''})" for k, v in sorted(protocol.items()))
+        text += f"; transaction protocol: {seen or 'no transaction committed'}"
+    elif protocol:
+        text += f"; transaction protocol: {protocol}"
+    if client.get("source"):
+        text += f" (read from {client['source']})"
+    return text
 
 
 def draw(cycle: dict) -> str:

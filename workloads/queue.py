@@ -29,7 +29,9 @@ have a leader and full in-sync replicas, then until no transaction is open on
 it (its last stable offset = its high watermark: a retired process's open
 transaction is aborted by its coordinator's timeout), then reads every key
 from offset 0 to its end with a `read_committed` consumer (`poll` ops of a new
-process, as the `log` workload's final reads).
+process, as the `log` workload's final reads). The final reads' record also names the
+client library and the transaction protocol it negotiated, where the DB says
+(`client_info`, harness.sut).
 """
 from __future__ import annotations
 
@@ -237,8 +239,12 @@ class QueueWorkload(LogWorkload):
                                                                  "below the high watermark)"
                 keys[str(key)] = {"complete": done and stable[key], "read_to": pos,
                                   "why": why if done else f"{why}; reads did not reach the end"}
-            return {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys,
-                    "counts": dict(self.counts)}
+            final = {"healthy": healthy, "complete": all(k["complete"] for k in keys.values()), "keys": keys,
+                     "counts": dict(self.counts)}
+            info = getattr(self.db, "client_info", None)
+            if info is not None:   # the client library and what it negotiated (harness.sut)
+                final["client"] = info()
+            return final
         finally:
             await reader.close()
             await client.close()

@@ -181,6 +181,22 @@ class KafkaDb(NodeDaemons):
 
         return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)
 
+    def client_info(self) -> dict:
+        """harness.sut's client_info: the queue clients' library, its version, and the transaction
+        protocol its producers used (each commit's, as the Java client's internals have it; librdkafka
+        does not say which EndTxn version it speaks)."""
+        if self.options.client == "java":
+            jvms = self._client_jvms
+            return {"client": "java", "version": f"kafka-clients {self.options.client_version}",
+                    "transaction_protocol": dict(jvms.transaction_protocols) if jvms is not None else {},
+                    "source": "the producer's TransactionManager.isTransactionV2Enabled() after each commit "
+                              "(kafka-clients internals: no public API says it)"}
+        import confluent_kafka
+
+        return {"client": "librdkafka", "version": f"librdkafka {confluent_kafka.libversion()[0]}, confluent-kafka "
+                                                   f"{confluent_kafka.__version__}",
+                "transaction_protocol": "not exposed by librdkafka"}
+
     def node_dir(self, node: str) -> str:
         return os.path.join(self.cluster.layout.work_dir, node)
 

@@ -57,11 +57,11 @@ class JavaQueueClient:
             raise Fenced(f"{op}: this process's client JVM is gone: its producer and consumer went with it")
         reply = await jvm.call(self.cid, op, args or {})
         self._events.extend((kind, list(keys)) for kind, keys in reply.get("events") or [])
-        protocol = reply.get("protocol")
-        if protocol:
-            self.jvms.transaction_protocols[protocol] = self.jvms.transaction_protocols.get(protocol, 0) + 1
         kind = reply.get("type")
         if kind == "ok":
+            protocol = reply.get("protocol")
+            if op == "q_txn" and protocol:   # a commit: the protocol its producer used
+                self.jvms.transaction_protocols[protocol] = self.jvms.transaction_protocols.get(protocol, 0) + 1
             return reply
         error = str(reply.get("error") or "unknown error")
         completed = _completed(reply.get("completed")) or None

@@ -322,7 +322,8 @@ final class QueueProcess {
                     long offset = sendOne(p, key, value);
                     done.addArray().add("send").add(key).addArray().add(offset).add(value);
                 } else {
-                    done.addArray().add("poll").add(pollOne());
+                    ObjectNode polled = pollOne();
+                    done.addArray().add("poll").add(polled);
                 }
             }
             if (revoked) throw new Outcome("fail", "a rebalance took partitions from this consumer during the transaction");
@@ -360,7 +361,8 @@ final class QueueProcess {
 
     ObjectNode pollOne() {
         ObjectNode out = ReplogKafkaClient.JSON.createObjectNode();
-        if (consumer == null) return out;
+        // nothing assigned or subscribed (an assign that failed): nothing to read, as librdkafka's consume()
+        if (consumer == null || (consumer.subscription().isEmpty() && consumer.assignment().isEmpty())) return out;
         for (ConsumerRecord<byte[], String> r : consumer.poll(Duration.ofMillis(POLL_MS))) {
             String k = Integer.toString(r.partition());
             ArrayNode recs = out.has(k) ? (ArrayNode) out.get(k) : out.putArray(k);
