@@ -121,6 +121,32 @@ def test_the_workloads_counts_reach_results_json(tmp_path):
     assert results["checkers"]["log"]["valid"] is True
 
 
+def test_the_client_and_its_transaction_protocol_reach_results_json_and_the_report(tmp_path):
+    """The final reads' `client` (the DB's client_info) is results.json's `client`, and the
+    report's Transactions section says it in one line."""
+    from harness import verdict
+    from reports.transactions import client_text, section
+
+    client = {"client": "java", "version": "kafka-clients 4.1.1", "transaction_protocol": {"2": 3},
+              "source": "the producer's internals"}
+    ops = [{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "txn", "value": [["send", 0, 1]]},
+           {"index": 1, "time": 2, "process": 0, "type": "ok", "f": "txn", "value": [["send", 0, [0, 1]]]},
+           {"index": 2, "time": 3, "process": "nemesis", "type": "info", "f": "final-reads",
+            "value": {"complete": True, "keys": {}, "counts": {"committed": 1}, "client": client}}]
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(op, separators=(",", ":")) + "\n" for op in ops))
+    (tmp_path / "test.json").write_text(json.dumps({"system": "kafka", "workload": "queue"}))
+    results = verdict.check_store(tmp_path)
+    assert results["client"] == client
+    assert section(results).client == ("java kafka-clients 4.1.1; transaction protocol: 2 (3 commits) "
+                                       "(read from the producer's internals)")
+    assert client_text({"client": "librdkafka", "version": "librdkafka 2.16.0",
+                        "transaction_protocol": "not exposed by librdkafka"}) == \
+        "librdkafka librdkafka 2.16.0; transaction protocol: not exposed by librdkafka"
+    assert client_text({"client": "java", "version": "kafka-clients 4.1.1", "transaction_protocol": {}}) == \
+        "java kafka-clients 4.1.1; transaction protocol: no transaction committed"
+    assert client_text(None) == ""
+
+
 @pytest.mark.parametrize("name", ["false-alarms-kafka-queue.yaml", "false-alarms-kafka-queue-idempotent.yaml"])
 def test_the_queue_campaigns_pass_the_preflight(name):
     """A campaign's workload options are checked against its workload (not against `log`),
