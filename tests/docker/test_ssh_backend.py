@@ -29,6 +29,14 @@ def ssh_files(cluster, tmp_path_factory):
     return key, known, hosts
 
 
+def process_gone(remote, pid: int, within: float = 10.0) -> bool:
+    """The SIGKILLed process is gone: no /proc entry, or only a zombie (dead, not yet reaped
+    by the container's init: the first check sometimes came before the reaping)."""
+    gone = (f"! [ -e /proc/{pid} ] || grep -q '^State:[[:space:]]*Z' /proc/{pid}/status")
+    wait = f"for i in $(seq {int(within * 10)}); do if {gone}; then exit 0; fi; sleep 0.1; done; exit 1"
+    return remote.run(["sh", "-c", wait], check=False).returncode == 0
+
+
 def _ssh_cluster(ssh_files, **kw) -> SshCluster:
     key, known, hosts = ssh_files
     run_id = "s" + secrets.token_hex(3)
@@ -67,7 +75,7 @@ def test_existing_hosts_run_daemons_faults_and_clean_up(cluster, ssh_files):
         c.destroy()
     # Seen through the docker backend's own connection: nothing left.
     docker_n2 = cluster.remotes["n2"]
-    assert docker_n2.run(["test", "-e", f"/proc/{pid}"], check=False).returncode != 0
+    assert process_gone(docker_n2, pid)
     assert docker_n2.run(["test", "-e", c.base_dir], check=False).returncode != 0
 
 
@@ -82,7 +90,7 @@ def test_release_after_a_crash(cluster, ssh_files):
     done = release_ssh(c.record.data["resources"])
     assert len(done) == 4 and all(": not cleaned" not in d for d in done)
     docker_n3 = cluster.remotes["n3"]
-    assert docker_n3.run(["test", "-e", f"/proc/{pid}"], check=False).returncode != 0
+    assert process_gone(docker_n3, pid)
     assert docker_n3.run(["test", "-e", c.base_dir], check=False).returncode != 0
     assert CHAIN not in docker_n3.run(["iptables", "-w", "-S"]).stdout
 
