@@ -1,9 +1,9 @@
 """`harness run --sut kafka --workload queue --option client=java` end to end on a real
 Kafka 4.1.1 (KRaft, netns), as a user runs it, each process's transactional producer and
 read_committed consumer served by the run's one client JVM (QueueProcess.java): a short
-subscribed run ends valid with committed and aborted transactions and a rebalance, and names
-the client, its version and the transaction protocol its producers used; its client JVM,
-SIGKILLed mid-run, ends the transactions in flight
+run without faults, subscribed, ends valid with committed and aborted transactions and a
+rebalance, and names the client, its version and the transaction protocol its producers
+used; an assigned run whose client JVM is SIGKILLed mid-run ends the transactions in flight
 as `info` (their processes never used again), the processes that lost their producer with
 the JVM `fail` (fenced) and retire, the run goes on in a new JVM and ends valid, and nothing
 is left behind (no JVM, nothing for `harness cleanup`)."""
@@ -31,10 +31,39 @@ def _run_args(tmp_path, seed: int, consumer: str, time_limit: int) -> list:
             "--subnet", SUBNET, "--store", tmp_path / "s"]
 
 
-def test_a_subscribed_java_queue_run_with_its_jvm_killed_ends_valid_with_info_and_nothing_behind(tmp_path):
-    """One run for both (a Kafka cluster's start is most of a run's cost on two cores)."""
+def test_a_subscribed_java_queue_run_ends_valid_with_commits_aborts_and_a_rebalance(tmp_path):
     need_root()
-    proc = subprocess.Popen(harness_cmd(*_run_args(tmp_path, 5, "subscribe", 25)), cwd=tmp_path,
+    out = run_harness(tmp_path, *_run_args(tmp_path, 3, "subscribe", 15), timeout=500)
+    assert out.returncode == 0, out.stderr[-3000:]
+    store = Path(out.stdout.strip().splitlines()[-1])
+    results = json.loads((store / "results.json").read_text())
+    assert results["valid"] is True
+    assert results["checkers"]["log"]["valid"] is True and results["checkers"]["txn"]["valid"] is True
+    counts = results["workload_counts"]
+    assert counts["committed"] > 0 and counts["aborted"] > 0 and counts["rebalances"] > 0, counts
+
+    ops = read_history(store)
+    txns = [o for o in ops if o["f"] == "txn" and o["type"] != "invoke"]
+    assert any(o["type"] == "fail" and o.get("error") == "aborted on purpose" for o in txns)
+    committed = [o for o in txns if o["type"] == "ok"]
+    assert any(m[0] == "send" and isinstance(m[2][0], int) for o in committed for m in o["value"])
+    assert any(m[0] == "poll" and any(m[1].values()) for o in committed for m in o["value"]), "no committed read"
+    assert any(o["f"] == "subscribe" and o["type"] == "ok" for o in ops)
+
+    test = json.loads((store / "test.json").read_text())
+    assert test["system_options"]["client"] == "java" and test["system_options"]["client_version"] == "4.1.1"
+    client = results["client"]
+    assert client["client"] == "java" and client["version"] == "kafka-clients 4.1.1", client
+    # 4.1.1 brokers finalize transaction.version 2 on a fresh cluster, and a 4.x client speaks it
+    assert set(client["transaction_protocol"]) == {"2"}, client
+    assert sum(client["transaction_protocol"].values()) == counts["committed"], (client, counts)
+    report = (store / "report.html").read_text()
+    assert "Client: java kafka-clients 4.1.1; transaction protocol: 2 (" in report
+
+
+def test_a_java_queue_run_whose_jvm_is_killed_mid_run_leaves_info_and_nothing_behind(tmp_path):
+    need_root()
+    proc = subprocess.Popen(harness_cmd(*_run_args(tmp_path, 5, "assign", 25)), cwd=tmp_path,
                             env=harness_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()
     killed, killed_at = None, None
@@ -63,26 +92,8 @@ def test_a_subscribed_java_queue_run_with_its_jvm_killed_ends_valid_with_info_an
     store = Path(out.strip().splitlines()[-1])
     results = json.loads((store / "results.json").read_text())
     assert results["valid"] is True and results["checkers"]["txn"]["valid"] is True
-    assert results["checkers"]["log"]["valid"] is True
-    counts = results["workload_counts"]
-    assert counts["committed"] > 0 and counts["aborted"] > 0 and counts["rebalances"] > 0, counts
 
     ops = read_history(store)
-    txns = [o for o in ops if o["f"] == "txn" and o["type"] != "invoke"]
-    assert any(o["type"] == "fail" and o.get("error") == "aborted on purpose" for o in txns)
-    committed = [o for o in txns if o["type"] == "ok"]
-    assert any(m[0] == "send" and isinstance(m[2][0], int) for o in committed for m in o["value"])
-    assert any(m[0] == "poll" and any(m[1].values()) for o in committed for m in o["value"]), "no committed read"
-    assert any(o["f"] == "subscribe" and o["type"] == "ok" for o in ops)
-    test = json.loads((store / "test.json").read_text())
-    assert test["system_options"]["client"] == "java" and test["system_options"]["client_version"] == "4.1.1"
-    client = results["client"]
-    assert client["client"] == "java" and client["version"] == "kafka-clients 4.1.1", client
-    # 4.1.1 brokers finalize transaction.version 2 on a fresh cluster, and a 4.x client speaks it
-    assert set(client["transaction_protocol"]) == {"2"}, client
-    assert sum(client["transaction_protocol"].values()) == counts["committed"], (client, counts)
-    assert "Client: java kafka-clients 4.1.1; transaction protocol: 2 (" in (store / "report.html").read_text()
-
     lost = [o for o in ops if o["type"] != "invoke" and "client JVM exited" in str(o.get("error"))]
     assert any(o["f"] == "txn" for o in lost), lost
     assert all(o["type"] == "info" for o in lost if o["f"] == "txn"), lost
