@@ -277,9 +277,15 @@ class JavaKafkaClient:
 
     async def _close_in_jvm(self) -> None:
         jvm, self._jvm = self._jvm, None
-        if jvm is not None and jvm.exited is None and jvm.loop is asyncio.get_running_loop():
-            jvm.open.discard(self.cid)
-            try:
-                await asyncio.wait_for(jvm.call(self.cid, "close", {}), 5.0)
-            except Exception:  # noqa: BLE001 - the JVM is gone or slow: nothing to close
-                pass
+        await close_in_jvm(jvm, self.cid, "close")
+
+
+async def close_in_jvm(jvm: ClientJvm | None, cid: int, request: str) -> None:
+    """Close one client id in its JVM (`request`: that client kind's close), if the JVM
+    still runs on this event loop; a JVM that is gone or slow has nothing left to close."""
+    if jvm is not None and jvm.exited is None and jvm.loop is asyncio.get_running_loop():
+        jvm.open.discard(cid)
+        try:
+            await asyncio.wait_for(jvm.call(cid, request, {}), 5.0)
+        except Exception:  # noqa: BLE001 - the JVM is gone or slow: nothing to close
+            pass

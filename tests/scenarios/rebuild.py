@@ -29,23 +29,35 @@ def is_scenario_store(store: Path) -> bool:
         return False
 
 
-def rebuild_problem(store: Path, engine: str = "local") -> str | None:
+def rebuild_problem(store: Path, engine: str = "local", in_process: bool = False) -> str | None:
     """None when `harness check` on a copy without results.json gives the same verdict, exit
-    code and scenario section; else what differs, in one line."""
+    code and scenario section; else what differs, in one line. `in_process`: the CLI runs in
+    this process (typer's CliRunner), so a Spark check uses the test session's Spark (a
+    subprocess starts a JVM of its own: about a minute of CPU on two cores, measured)."""
     before = json.loads((store / "results.json").read_text())
     with tempfile.TemporaryDirectory(prefix="rebuild-") as tmp:
         copy = Path(tmp) / store.name
         shutil.copytree(store, copy, ignore=shutil.ignore_patterns(*LEFT_OUT), symlinks=True)
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        out = subprocess.run([sys.executable, "-m", "harness", "check", str(copy), "--engine", engine],
-                             capture_output=True, text=True, cwd=tmp, env=env, timeout=600)
+        argv = ["check", str(copy), "--engine", engine]
+        if in_process:
+            from typer.testing import CliRunner
+
+            from harness.cli import app
+
+            out = CliRunner().invoke(app, argv)
+            returncode, stderr = out.exit_code, f"{out.output[-500:]} {out.exception!r}"
+        else:
+            env = dict(os.environ, PYTHONPATH=str(REPO))
+            done = subprocess.run([sys.executable, "-m", "harness", *argv],
+                                  capture_output=True, text=True, cwd=tmp, env=env, timeout=600)
+            returncode, stderr = done.returncode, done.stderr[-500:]
         try:
             after = json.loads((copy / "results.json").read_text())
         except (OSError, ValueError):
-            return f"{store}: harness check wrote no results.json (exit {out.returncode}): {out.stderr[-500:]}"
+            return f"{store}: harness check wrote no results.json (exit {returncode}): {stderr}"
     want = {True: 0, False: 1}.get(before["valid"], 2)
-    if out.returncode != want:
-        return f"{store}: harness check exits {out.returncode}, the run's verdict {before['valid']!r} is {want}"
+    if returncode != want:
+        return f"{store}: harness check exits {returncode}, the run's verdict {before['valid']!r} is {want}"
     if after.get("valid") != before["valid"]:
         return f"{store}: rebuilt verdict {after.get('valid')!r} != the run's {before['valid']!r}"
     if after.get("scenario") != before["scenario"]:

@@ -28,5 +28,6 @@ def test_harness_check_rebuilds_the_verdict_and_the_scenario_section(store):
 @pytest.mark.spark
 @pytest.mark.timeout(900)   # a Spark session on a shared 2-core machine
 @pytest.mark.parametrize("store", SCENARIO_STORES, ids=lambda p: p.name)
-def test_the_spark_engine_rebuilds_them_too(store):
-    assert rebuild_problem(store, engine="spark") is None
+def test_the_spark_engine_rebuilds_them_too(store, spark):
+    """The CLI in this process, on the suite's one Spark session (`spark`)."""
+    assert rebuild_problem(store, engine="spark", in_process=True) is None
