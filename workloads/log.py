@@ -167,25 +167,23 @@ class LogWorkload:
             return None
         return None
 
-    async def leader_node(self) -> str | None:
-        """The leader of a random key (for leader-targeted faults)."""
+    async def _metadata(self) -> dict:
+        """The authority's view of every key, through a client opened for the question."""
         client = self.client()
         try:
-            meta = await client.metadata()
-            leaders = [m.leader for _, m in sorted(meta.items()) if m.leader is not None]
-            return self.rng.choice(leaders) if leaders else None
+            return await client.metadata()
         finally:
             await client.close()
+
+    async def leader_node(self) -> str | None:
+        """The leader of a random key (for leader-targeted faults)."""
+        leaders = [m.leader for _, m in sorted((await self._metadata()).items()) if m.leader is not None]
+        return self.rng.choice(leaders) if leaders else None
 
     async def under_replicated(self) -> list[int]:
         """Keys whose ISR lacks one of their assigned replicas (or that have no leader): a
         fault that destroys a copy waits until there are none (nemesis.schedule)."""
-        client = self.client()
-        try:
-            meta = await client.metadata()
-        finally:
-            await client.close()
-        return sorted(k for k, m in meta.items()
+        return sorted(k for k, m in (await self._metadata()).items()
                       if m.leader is None or (m.replicas and set(m.isr) != set(m.replicas)))
 
     # -- main phase --------------------------------------------------------
