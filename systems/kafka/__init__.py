@@ -1,4 +1,4 @@
-"""Apache Kafka (4.x on KRaft; 0.10.2, 0.11.0 and 2.8 on ZooKeeper; jars from
+"""Apache Kafka (4.x and 3.9 on KRaft; 0.10.2, 0.11.0 and 2.8 on ZooKeeper; jars from
 Maven Central, confluent-kafka on the data path) as a system under test.
 
 ZooKeeper era (`version` 0.10.2.2, 0.11.0.3 or 2.8.2): one ZooKeeper server
@@ -25,8 +25,9 @@ the OS flushes; every: log.flush.interval.messages=1), `controllers`
 (dedicated | combined), `idempotent` (the client's idempotent producer
 instead of one broker answer per send), `java` (the launcher on the hosts),
 `client` (librdkafka | java: Kafka's Java client, one JVM per run serving every
-client process, systems/kafka/java_client.py; the `log` workload only so far) and
-`client_version` (the Java client's kafka-clients release; default: `version`).
+client process, systems/kafka/java_client.py), `client_version` (the Java client's
+kafka-clients release; default: `version`) and `transaction_version` (KIP-890's
+feature level, set when the storage is formatted; KRaft only).
 
 Tiered storage (`tiered`, or the setting remote.storage.enable: true; 4.x only):
 Kafka's LocalTieredStorage in a directory every broker of the run shares, the
@@ -52,7 +53,12 @@ DEFAULT_VERSION = "4.1.1"
 # The replication eras on ZooKeeper (one ZooKeeper server on the role host `zk`):
 # 0.10.2 (high-watermark truncation), 0.11.0 (KIP-101 leader epochs), 2.8 (KIP-279).
 ZK_VERSIONS = ("0.10.2.2", "0.11.0.3", "2.8.2")
-VERSIONS = (*ZK_VERSIONS, "4.0.1", "4.1.1", "4.2.1")   # served by Maven Central (mvn dependency:get), 2026-11-26
+# 3.9.1: the last release before KIP-890's transaction protocol v2 (KRaft; transaction.version 0 only)
+KRAFT_3 = ("3.9.1",)
+VERSIONS = (*ZK_VERSIONS, *KRAFT_3, "4.0.1", "4.1.1", "4.2.1")   # served by Maven Central (mvn dependency:get), 2026-11-26
+# transaction.version when the option does not say: Kafka's own default of a fresh cluster
+# (4.x: 2, KIP-890's epoch bump per transaction; 3.9: 0, its levels 1 and 2 need metadata 4.0)
+DEFAULT_TRANSACTION_VERSION = 2
 
 
 class KafkaOptions(SystemOptions):
@@ -71,6 +77,38 @@ class KafkaOptions(SystemOptions):
     # Java client's kafka-clients release (default: the broker's `version`).
     client: Literal["librdkafka", "java"] = "librdkafka"
     client_version: str | None = None
+    # KIP-890's transaction.version feature level of a KRaft cluster, set when its storage is
+    # formatted (`StorageTool format --feature transaction.version=N`): 2 is the epoch bump per
+    # transaction (protocol v2), 0 and 1 the original protocol. None: the version's default
+    # (4.x: 2; 3.9: 0), filled in here. Refused on ZooKeeper, and 1 or 2 on 3.9.
+    transaction_version: Literal[0, 1, 2] | None = None
+
+    @model_validator(mode="after")
+    def _transaction_version(self) -> "KafkaOptions":
+        tv = self.transaction_version
+        if tv is None:   # the version's default, so that test.json names the level the cluster has
+            if self.version not in ZK_VERSIONS:
+                self.transaction_version = DEFAULT_TRANSACTION_VERSION if int(self.version.split(".")[0]) >= 4 else 0
+            return self
+        if self.version in ZK_VERSIONS:
+            raise ValueError(f"transaction_version={tv}: Kafka {self.version} runs on ZooKeeper, where transactions "
+                             f"have only the original protocol and no feature levels; drop transaction_version or "
+                             f"use version=4.1.1 (KRaft)")
+        if int(self.version.split(".")[0]) < 4 and tv > 0:
+            raise ValueError(f"transaction_version={tv}: Kafka {self.version} has transaction.version 0 only (levels "
+                             f"1 and 2, KIP-890, need metadata version 4.0); use version=4.1.1 for {tv}, or drop "
+                             f"transaction_version")
+        return self
+
+    @model_validator(mode="after")
+    def _elr_version(self) -> "KafkaOptions":
+        """3.9 has no ELR (KIP-966 is 4.0's): off by default there, refused when asked for."""
+        if self.version in KRAFT_3 and self.elr:
+            if "elr" in self.model_fields_set:
+                raise ValueError(f"elr=true: Kafka {self.version} has no eligible.leader.replicas.version feature "
+                                 f"(KIP-966 is 4.0's); drop elr or use version=4.1.1")
+            self.elr = False
+        return self
 
     @model_validator(mode="after")
     def _client_version(self) -> "KafkaOptions":
@@ -96,9 +134,9 @@ class KafkaOptions(SystemOptions):
         if not re.fullmatch(r"\d+\.\d+\.\d+", v):
             raise ValueError(f"version {v!r}: give a Kafka release like {DEFAULT_VERSION} or one of "
                              f"{', '.join(ZK_VERSIONS)}")
-        if int(v.split(".")[0]) < 4:
-            raise ValueError(f"version {v}: before 4.0 this adapter runs {', '.join(ZK_VERSIONS)} (on ZooKeeper); "
-                             f"4.0.0 or later on KRaft")
+        if int(v.split(".")[0]) < 4 and not v.startswith("3.9."):
+            raise ValueError(f"version {v}: before 4.0 this adapter runs {', '.join(ZK_VERSIONS)} (on ZooKeeper), "
+                             f"3.9.x (KRaft, e.g. {KRAFT_3[0]}) and 4.0.0 or later on KRaft")
         return v
 
 

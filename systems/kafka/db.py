@@ -83,6 +83,7 @@ class KafkaDb(NodeDaemons):
         self.controller = plan.roles.get("controller")   # None: combined quorum on the brokers, or ZooKeeper
         self.zookeeper = plan.roles.get("zookeeper")     # the ZooKeeper era's one ZooKeeper server
         self.zk_era = install.zk_era(options.version)
+        self.kafka4 = int(options.version.split(".")[0]) >= 4
         if self.zk_era and not self.zookeeper:
             raise ClusterError(f"Kafka {options.version} runs on ZooKeeper: the plan has no `zookeeper` host")
         self.nodes = list(plan.nodes)
@@ -185,19 +186,28 @@ class KafkaDb(NodeDaemons):
 
         return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)
 
+    @property
+    def transaction_version(self) -> int | None:
+        """The cluster's transaction.version feature level as formatted (None: ZooKeeper, no levels)."""
+        return self.options.transaction_version   # KafkaOptions fills in the version's default
+
     def client_info(self) -> dict:
         """harness.sut's client_info: the queue clients' library, its version, and the transaction
         protocol its producers used (each commit's, as the Java client's internals have it; librdkafka
         does not say which EndTxn version it speaks)."""
+        cluster = {"cluster_transaction_version": self.transaction_version,
+                   "cluster_transaction_version_source": "StorageTool format --feature transaction.version"
+                   if self.kafka4 else f"Kafka {self.options.version}: no feature levels above 0"
+                   if not self.zk_era else "ZooKeeper: no feature levels"}
         if self.options.client == "java":
             jvms = self._client_jvms
-            return {"client": "java", "version": f"kafka-clients {self.options.client_version}",
+            return {**cluster, "client": "java", "version": f"kafka-clients {self.options.client_version}",
                     "transaction_protocol": dict(jvms.transaction_protocols) if jvms is not None else {},
                     "source": "the producer's TransactionManager.isTransactionV2Enabled() after each commit "
                               "(kafka-clients internals: no public API says it)"}
         import confluent_kafka
 
-        return {"client": "librdkafka", "version": f"librdkafka {confluent_kafka.libversion()[0]}, confluent-kafka "
+        return {**cluster, "client": "librdkafka", "version": f"librdkafka {confluent_kafka.libversion()[0]}, confluent-kafka "
                                                    f"{confluent_kafka.__version__}",
                 "transaction_protocol": "not exposed by librdkafka"}
 
@@ -272,8 +282,10 @@ class KafkaDb(NodeDaemons):
         (meta.properties gets the node id from the properties and a new directory id)."""
         remote = self.cluster.remotes[node]
         fmt = [*self._java(node, "128m"), "kafka.tools.StorageTool", "format", "--ignore-formatted",
-               "-t", self.cluster_id, "-c", self.props_path(node),
-               "--feature", f"eligible.leader.replicas.version={1 if self.options.elr else 0}"]
+               "-t", self.cluster_id, "-c", self.props_path(node)]
+        if self.kafka4:   # 3.9 knows neither feature's levels above 0 (KIP-966 and KIP-890 are 4.0's)
+            fmt += ["--feature", f"eligible.leader.replicas.version={1 if self.options.elr else 0}",
+                    "--feature", f"transaction.version={self.transaction_version}"]
         out = remote.run(fmt, check=False, timeout=120)
         if out.returncode != 0:
             why = (out.stderr or out.stdout).strip().splitlines()

@@ -24,8 +24,8 @@ class KafkaUnavailable(RuntimeError):
 
 
 def zk_era(version: str) -> bool:
-    """Kafka before 4.0 runs here on ZooKeeper (0.10.2, 0.11.0, 2.x: Scala 2.12 jars)."""
-    return int(version.split(".")[0]) < 4
+    """Kafka before 3.0 runs here on ZooKeeper (0.10.2, 0.11.0, 2.x: Scala 2.12 jars); 3.9 and 4.x on KRaft."""
+    return int(version.split(".")[0]) < 3
 
 
 def broker_jar(version: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent / "settings"
 
 # KRaft-only settings that a scenario written for every version sets, and what
-# the ZooKeeper-era brokers (major < 4) take instead: a broker's liveness is its
+# the ZooKeeper-era brokers (major < 3) take instead: a broker's liveness is its
 # ZooKeeper session (zookeeper.session.timeout.ms; the client heartbeats at a
 # third of it), so the heartbeat interval has no counterpart (None: dropped).
 ZK_EQUIVALENTS = {"broker.session.timeout.ms": "zookeeper.session.timeout.ms",
@@ -30,7 +30,7 @@ ZK_EQUIVALENTS = {"broker.session.timeout.ms": "zookeeper.session.timeout.ms",
 
 
 def zk_era(version: str) -> bool:
-    return int(version.split(".")[0]) < 4
+    return int(version.split(".")[0]) < 3
 
 
 def line_of(version: str) -> str:
