@@ -230,7 +230,10 @@ class QueueClient(Protocol):
     ops, workloads/queue.py); blocking work runs off the event loop. Errors:
     DefiniteError (`fail`: nothing took effect; the consumer is back at its committed
     position), Fenced (`fail`, and the process retires), IndefiniteError or anything
-    else (`info`: a commit whose outcome is unknown; the process retires)."""
+    else (`info`: a commit whose outcome is unknown; the process retires).
+    Optional attribute `transaction_producer`: the last txn's producer identity as the
+    client library knows it ({"id", "epoch", "end_epoch"}; None where it does not say),
+    recorded in the txn's completion as `producer`."""
 
     async def ready(self, timeout: float) -> None:
         """Wait until the system serves transactions and consumer groups (a transaction

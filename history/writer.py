@@ -42,10 +42,12 @@ class HistoryWriter:
     def invoke(self, process: int, f: str, value: Any) -> dict:
         return self.append(process, "invoke", f, value)
 
-    def complete(self, invocation: dict, type_: str, value: Any, error: str | None = None) -> dict:
-        """The completion of an invocation; `error` says why it failed, if it did."""
+    def complete(self, invocation: dict, type_: str, value: Any, error: str | None = None, **more) -> dict:
+        """The completion of an invocation; `error` says why it failed, if it did; `more`:
+        fields of the system's own (a transaction's `producer`), left out when None."""
         assert type_ in ("ok", "fail", "info"), type_
         extra = {"error": error} if error else {}
+        extra.update((k, v) for k, v in more.items() if v is not None)
         return self.append(invocation["process"], type_, invocation["f"], value, **extra)
 
     def nemesis(self, f: str, value: Any, **extra) -> dict:

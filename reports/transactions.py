@@ -64,6 +64,8 @@ def client_text(client) -> str:
         text += f"; transaction protocol: {protocol}"
     if client.get("source"):
         text += f" (read from {client['source']})"
+    if client.get("cluster_transaction_version") is not None:
+        text += f"; the cluster's transaction.version: {client['cluster_transaction_version']}"
     return text
 
 

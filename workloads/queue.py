@@ -158,20 +158,23 @@ class QueueWorkload(LogWorkload):
         mops = self._mops(rng)
         abort = rng.random() < self.opts.abort_p
         op = self.history.invoke(process, "txn", mops)
+        client.transaction_producer = None
         try:
             done = await asyncio.wait_for(client.txn(mops, abort), 3 * self.cfg.request_timeout + 5)
         except asyncio.CancelledError:
-            self.history.complete(op, "info", mops, error="cancelled")
+            self.history.complete(op, "info", mops, error="cancelled", producer=_producer(client))
             raise
         except DefiniteError as e:   # aborted: nothing of it is visible
-            self.history.complete(op, "fail", getattr(e, "completed", None) or mops, error=_err(e))
+            self.history.complete(op, "fail", getattr(e, "completed", None) or mops, error=_err(e),
+                                  producer=_producer(client))
             self.counts["aborted"] += 1
             return not isinstance(e, Fenced)
         except Exception as e:       # the commit's outcome is unknown
-            self.history.complete(op, "info", getattr(e, "completed", None) or mops, error=_err(e))
+            self.history.complete(op, "info", getattr(e, "completed", None) or mops, error=_err(e),
+                                  producer=_producer(client))
             self.counts["indefinite"] += 1
             return False
-        self.history.complete(op, "ok", done)
+        self.history.complete(op, "ok", done, producer=_producer(client))
         self.counts["committed"] += 1
         return True
 
@@ -265,6 +268,11 @@ class QueueWorkload(LogWorkload):
             if end:
                 return True, pos
         return False, pos
+
+
+def _producer(client):
+    """The txn's producer id and epoch, where the client library says them (QueueClient, harness.sut)."""
+    return getattr(client, "transaction_producer", None)
 
 
 def make(spec, db, history, log=lambda m: None) -> QueueWorkload:

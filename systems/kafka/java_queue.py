@@ -34,6 +34,9 @@ class JavaQueueClient:
         self._jvm: ClientJvm | None = None
         self._events: list[tuple[str, list[int]]] = []
         self._closed = False
+        # the last txn's {"id", "epoch", "end_epoch"}: the producer's TransactionManager, read by
+        # reflection (QueueProcess.producerIdEpoch); recorded in the history as the txn's `producer`
+        self.transaction_producer: dict | None = None
 
     async def _call(self, op: str, args: dict | None = None) -> dict:
         """The JVM's reply (ok) to one request; raises what its type says."""
@@ -56,6 +59,8 @@ class JavaQueueClient:
         reply = await jvm.call(self.cid, op, args or {})
         self._events.extend((kind, list(keys)) for kind, keys in reply.get("events") or [])
         kind = reply.get("type")
+        if op == "q_txn":
+            self.transaction_producer = reply.get("producer")
         if kind == "ok":
             protocol = reply.get("protocol")
             if op == "q_txn" and protocol:   # a commit: the protocol its producer used

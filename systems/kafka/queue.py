@@ -70,6 +70,11 @@ class Aborted(DefiniteError):
 
 
 class KafkaQueueClient:
+    # librdkafka keeps the producer id and epoch to itself (rd_kafka_pid_t) and confluent-kafka
+    # exposes neither: the history has no `producer` for its transactions; the brokers' record
+    # batches carry them (segments.iter_batches; the run's `harness dump` of the data files)
+    transaction_producer = None
+
     def __init__(self, bootstrap: list[tuple[str, int]], request_timeout: float, name: str, group: str,
                  txn: bool = True):
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)

@@ -37,3 +37,27 @@ def test_the_java_client_has_transactions_where_the_broker_has_them():
     assert SYSTEM.capabilities_in({}, {"client": "java"}).has(TRANSACTIONS)
     old = SYSTEM.capabilities_in({}, {"client": "java", "version": "0.10.2.2", "client_version": "3.9.1"})
     assert not old.has(TRANSACTIONS) and "0.11" in old[TRANSACTIONS]
+
+
+def test_the_transaction_version_is_the_clusters_default_unless_given():
+    """KIP-890's feature level is filled in (test.json names what the cluster was formatted with)."""
+    assert SYSTEM.parse_options({}).transaction_version == 2
+    assert SYSTEM.parse_options({"transaction_version": 1}).transaction_version == 1
+    assert SYSTEM.parse_options({"version": "3.9.1"}).transaction_version == 0
+    assert SYSTEM.parse_options({"version": "3.9.1"}).elr is False   # 3.9 has no ELR feature
+    assert SYSTEM.parse_options({"version": "2.8.2"}).transaction_version is None
+    again = SYSTEM.parse_options(SYSTEM.parse_options({"version": "3.9.1"}).model_dump())
+    assert (again.transaction_version, again.elr) == (0, False)
+
+
+@pytest.mark.parametrize("options, text", [
+    ({"version": "2.8.2", "transaction_version": 1}, "runs on ZooKeeper"),
+    ({"version": "3.9.1", "transaction_version": 2}, "transaction.version 0 only"),
+    ({"version": "3.9.1", "elr": True}, "no eligible.leader.replicas.version"),
+    ({"transaction_version": 3}, "transaction_version"),
+    ({"version": "3.8.0"}, "3.9.x"),
+])
+def test_a_transaction_version_the_cluster_cannot_have_is_refused_in_one_line(options, text):
+    with pytest.raises(ValidationError) as e:
+        SYSTEM.parse_options(options)
+    assert text in str(e.value)

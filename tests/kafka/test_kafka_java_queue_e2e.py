@@ -20,8 +20,8 @@ pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(600)]
 SUBNET = "10.221.39.0/24"
 
 
-def _run_args(tmp_path, seed: int, consumer: str, time_limit: int) -> list:
-    return ["run", "--sut", "kafka", "--option", "client=java", "--workload", "queue",
+def _run_args(tmp_path, seed: int, consumer: str, time_limit: int, *options: str) -> list:
+    return ["run", "--sut", "kafka", "--option", "client=java", *options, "--workload", "queue",
             "--workload-option", "abort_p=0.4", "--workload-option", f"consumer={consumer}", "--keys", "2",
             "--concurrency", "3", "--rate", "30", "--time-limit", str(time_limit), "--seed", str(seed),
             "--subnet", SUBNET, "--store", tmp_path / "s"]
@@ -53,14 +53,25 @@ def test_a_subscribed_java_queue_run_ends_valid_with_commits_aborts_and_a_rebala
     # 4.1.1 brokers finalize transaction.version 2 on a fresh cluster, and a 4.x client speaks it
     assert set(client["transaction_protocol"]) == {"2"}, client
     assert sum(client["transaction_protocol"].values()) == counts["committed"], (client, counts)
+    assert test["system_options"]["transaction_version"] == 2 and client["cluster_transaction_version"] == 2
     report = (store / "report.html").read_text()
     assert "Client: java kafka-clients 4.1.1; transaction protocol: 2 (" in report
+    assert "the cluster's transaction.version: 2" in report
+    # each transaction's producer id and epoch (the TransactionManager's, by reflection); protocol 2
+    # bumps the epoch at every EndTxn, so a transaction ends one epoch above its records'
+    ended = [o for o in txns if o["type"] == "ok" or o.get("error") == "aborted on purpose"]
+    assert ended and all(o["producer"]["id"] >= 0 for o in ended), ended[:3]
+    assert all(o["producer"]["end_epoch"] == o["producer"]["epoch"] + 1 for o in ended), ended[:3]
+    for process in {o["process"] for o in ended}:   # one producer id per process, its epoch rising
+        mine = [o["producer"] for o in ended if o["process"] == process]
+        assert len({p["id"] for p in mine}) == 1 and [p["epoch"] for p in mine] == sorted(p["epoch"] for p in mine)
 
 
 def test_a_java_queue_run_whose_jvm_is_killed_mid_run_leaves_info_and_nothing_behind(tmp_path):
+    """On a cluster formatted with transaction.version 1: the 4.x client speaks protocol 1 there."""
     need_root()
     returncode, out, err, killed, killed_at, seen = run_killing_the_client_jvm(
-        tmp_path, _run_args(tmp_path, 5, "assign", 25), "txn", 8, timeout=400)
+        tmp_path, _run_args(tmp_path, 5, "assign", 25, "--option", "transaction_version=1"), "txn", 8, timeout=400)
     assert killed is not None, f"the run's client JVM never showed ({seen}): {err[-3000:]}"
     assert returncode == 0, err[-3000:]
     store = Path(out.strip().splitlines()[-1])
@@ -78,6 +89,10 @@ def test_a_java_queue_run_whose_jvm_is_killed_mid_run_leaves_info_and_nothing_be
         assert not later, (o, later[:2])
     after = [o for o in ops[killed_at:] if o["f"] == "txn" and o["type"] == "ok"]
     assert after, "the run went on in a new client JVM"
+    assert set(results["client"]["transaction_protocol"]) == {"1"}, results["client"]
+    assert results["client"]["cluster_transaction_version"] == 1
+    committed = [o for o in ops if o["f"] == "txn" and o["type"] == "ok"]
+    assert all(o["producer"]["end_epoch"] == o["producer"]["epoch"] for o in committed), committed[:3]   # no bump
     assert len(seen) >= 2, f"a new JVM after the kill: {seen}"
     final = [o for o in ops if o["f"] == "final-reads"][-1]["value"]
     assert final["complete"], final   # the killed producers' open transactions were aborted by their coordinator

@@ -145,6 +145,9 @@ def test_the_client_and_its_transaction_protocol_reach_results_json_and_the_repo
     assert client_text({"client": "java", "version": "kafka-clients 4.1.1", "transaction_protocol": {}}) == \
         "java kafka-clients 4.1.1; transaction protocol: no transaction committed"
     assert client_text(None) == ""
+    assert client_text({"client": "java", "version": "kafka-clients 4.1.1", "transaction_protocol": {"1": 2},
+                        "cluster_transaction_version": 1}) == \
+        "java kafka-clients 4.1.1; transaction protocol: 1 (2 commits); the cluster's transaction.version: 1"
 
 
 @pytest.mark.parametrize("name", ["false-alarms-kafka-queue.yaml", "false-alarms-kafka-queue-idempotent.yaml"])

@@ -106,6 +106,7 @@ final class QueueProcess {
     final ArrayNode events = ReplogKafkaClient.JSON.createArrayNode();   // the client thread's only
     boolean revoked;           // a rebalance took partitions during this transaction
     String protocol;           // the transaction protocol last read from the producer
+    ObjectNode txnProducer;    // the last transaction's producer id and epoch (its records'), and the epoch after its end
 
     QueueProcess(long id, JsonNode args) {
         this.id = id;
@@ -140,6 +141,7 @@ final class QueueProcess {
                 events.removeAll();
             }
             if (protocol != null) r.put("protocol", protocol);
+            if (op.equals("q_txn") && txnProducer != null) r.set("producer", txnProducer);
             ReplogKafkaClient.reply(r);
         });
     }
@@ -311,6 +313,7 @@ final class QueueProcess {
 
     // -- transactions ------------------------------------------------------------------
     void txn(JsonNode mops, boolean abort, ArrayNode done) {
+        txnProducer = null;
         KafkaProducer<byte[], String> p = producer();
         revoked = false;
         try {
@@ -331,19 +334,52 @@ final class QueueProcess {
             if (!offsets.isEmpty()) p.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
             if (revoked) throw new Outcome("fail", "a rebalance took partitions from this consumer during the transaction");
         } catch (Exception e) {
+            txnProducer = producerIdEpoch(p);
             Outcome err = beforeCommit(e, "transaction");
             abort(p, err);
+            ended(p);
             rewind();
             throw err;
         }
+        txnProducer = producerIdEpoch(p);
         if (abort) {
             Outcome err = new Outcome("fail", "aborted on purpose");
             abort(p, err);
+            ended(p);
             rewind();
             throw err;
         }
         commit(p);
         protocol = protocol(p);
+        ended(p);
+    }
+
+    /** The producer's epoch once its EndTxn is answered (protocol 2: one more than the transaction's). */
+    void ended(KafkaProducer<byte[], String> p) {
+        ObjectNode after = producerIdEpoch(p);
+        if (txnProducer != null && after != null && after.path("id").asLong() == txnProducer.path("id").asLong())
+            txnProducer.put("end_epoch", after.path("epoch").asInt());
+    }
+
+    /** {"id", "epoch"} of the producer's TransactionManager.producerIdAndEpoch (a private field of
+     * kafka-clients: no public API gives them), or null when unreadable or not yet assigned. */
+    static ObjectNode producerIdEpoch(KafkaProducer<?, ?> p) {
+        try {
+            Field f = KafkaProducer.class.getDeclaredField("transactionManager");
+            f.setAccessible(true);
+            Object tm = f.get(p);
+            if (tm == null) return null;
+            Field pe = tm.getClass().getDeclaredField("producerIdAndEpoch");
+            pe.setAccessible(true);
+            Object v = pe.get(tm);
+            if (v == null) return null;
+            long id = v.getClass().getField("producerId").getLong(v);
+            short epoch = v.getClass().getField("epoch").getShort(v);
+            if (id < 0) return null;
+            return ReplogKafkaClient.JSON.createObjectNode().put("id", id).put("epoch", epoch);
+        } catch (Exception e) {
+            return null;
+        }
     }
 
     long sendOne(KafkaProducer<byte[], String> p, int key, String value) throws Exception {
