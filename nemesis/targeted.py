@@ -22,7 +22,17 @@ comes:
 A moment that does not come within a quarter of the interval falls back to the
 leader of a key (recorded as such). Holds are "brief" (0.1-0.3 x interval:
 the node is back before the cluster notices) or "react" (until the key's
-leader or ISR changes, at most 3 x interval).
+leader or ISR changes, at most 3 x interval), or "late" (the run's request timeout and
+2 s more: the late-commit play).
+
+The late-commit play (transactional workloads with `pause` among the faults; KAFKA-17754,
+issue 37): the leader of a key a transaction is sending to or committing, paused past the
+client's request timeout and resumed before the cluster moves the key's leadership (a
+broker's session: the scenario's settings make it longer than the hold). What waited in the
+paused broker's sockets (the transaction's sends, its coordinator's commit or abort markers)
+is handled on resume, after the client gave up on it and went on with its next
+transaction: with one producer epoch for every transaction (protocol v1) a late send or
+marker can belong to the wrong one.
 
 Like the blind mode it is seeded: `moves(seed, ...)` fixes the sequence of
 plays, faults, moments, holds and gaps; which node a moment picks depends on
@@ -366,11 +376,15 @@ class Move:
 # about every other play (a 120 s run has room for two or three plays); other runs draw
 # exactly what they drew before it existed.
 FAST_FAILOVER = (12, "fast-failover", (("leader-in-flight", "react"),))
+# The late-commit play (module docstring): drawn only for a transactional workload with pause
+# among the faults, then on most plays.
+LATE_COMMIT = (12, "late-commit", (("leader-in-flight", "late"),))
 
 
-def plays_for(faults: list[str], settings: dict) -> tuple:
+def plays_for(faults: list[str], settings: dict, transactional: bool = False) -> tuple:
     unclean = str(settings.get("unclean.leader.election.enable", "")).lower() in ("true", "1")
-    return PLAYS + ((FAST_FAILOVER,) if "kill" in faults and unclean else ())
+    return PLAYS + ((FAST_FAILOVER,) if "kill" in faults and unclean else ()) \
+        + ((LATE_COMMIT,) if "pause" in faults and transactional else ())
 
 
 def moves(seed: int, faults: list[str], interval: float, plays: tuple = PLAYS) -> Iterator[Move]:
@@ -382,7 +396,10 @@ def moves(seed: int, faults: list[str], interval: float, plays: tuple = PLAYS) -
         _, play, steps = rng.choices(plays, weights)[0]
         drawn = []
         for i, (moment, hold) in enumerate(steps):
-            drawn.append(Move(play, i + 1, moment, hold, rng.choice(faults), interval * rng.uniform(0.1, 0.3),
+            fault = rng.choice(faults)
+            if play == LATE_COMMIT[1]:   # its point is the pause (drawn only when pause is a fault)
+                fault = "pause"
+            drawn.append(Move(play, i + 1, moment, hold, fault, interval * rng.uniform(0.1, 0.3),
                               rng.random(), 0.0))
         drawn[-1].gap_s = interval * rng.uniform(0.1, 0.3)
         yield from drawn
@@ -398,7 +415,9 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
         yield Sleep(interval * random.Random(seed).uniform(0.3, 0.6), deadline)  # let the workload start
         since = watch.seq
         victims: list[str] = []
-        for move in moves(seed, faults, interval, plays_for(faults, getattr(ctx.spec, "settings", None) or {})):
+        plays = plays_for(faults, getattr(ctx.spec, "settings", None) or {},
+                          bool(getattr(ctx.workload, "transactional", False)))
+        for move in moves(seed, faults, interval, plays):
             if time.monotonic() >= deadline:
                 return
             pick_rng = random.Random(move.pick_seed)
@@ -423,6 +442,8 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
             since = watch.seq   # the next moment may come while this fault acts or is undone
             if move.hold == "brief":
                 yield Sleep(move.brief_s, deadline)
+            elif move.hold == "late":   # past the client's request timeout (module docstring)
+                yield Sleep(float(getattr(ctx.spec, "request_timeout", 5.0)) + 2.0, deadline)
             else:
                 yield Hold(watch, why.get("key"), 3 * interval, deadline)
             yield FaultStep(move.fault, stop=True, action=f"stop {move.fault}")

@@ -68,6 +68,7 @@ class QueueWorkload(LogWorkload):
         self.tag = uuid.uuid4().hex[:8]            # transactional ids and groups of this run
         self.group = f"replog-queue-{self.tag}"
         self.counts = {"committed": 0, "aborted": 0, "indefinite": 0, "rebalances": 0}
+        self.transactional = opts.txn   # the targeted nemesis draws its late-commit play (nemesis/targeted.py)
 
     def queue_client(self, process: int):
         group = self.group if self.opts.consumer == "subscribe" else f"{self.group}-p{process}"
@@ -154,11 +155,22 @@ class QueueWorkload(LogWorkload):
         return mops
 
     async def _txn(self, client, process: int, rng: random.Random) -> bool:
-        """One transaction; -> whether the process goes on."""
+        """One transaction; -> whether the process goes on. While it runs, the keys it sends
+        to count as in flight (`in_flight`: the targeted nemesis's leader-in-flight moment)."""
         mops = self._mops(rng)
         abort = rng.random() < self.opts.abort_p
         op = self.history.invoke(process, "txn", mops)
         client.transaction_producer = None
+        keys = sorted({m[1] for m in mops if m[0] == "send"})
+        for key in keys:   # in flight until the txn ends: its sends, its commit and the markers it waits for
+            self.in_flight[key] = self.in_flight.get(key, 0) + 1
+        try:
+            return await self._run_txn(client, op, mops, abort)
+        finally:
+            for key in keys:
+                self.in_flight[key] -= 1
+
+    async def _run_txn(self, client, op: dict, mops: list[list], abort: bool) -> bool:
         try:
             done = await asyncio.wait_for(client.txn(mops, abort), 3 * self.cfg.request_timeout + 5)
         except asyncio.CancelledError:

@@ -62,6 +62,21 @@ def test_the_fast_failover_play_needs_kill_and_unclean_election():
 
 
 @pytest.mark.unit
+def test_the_late_commit_play_needs_a_transactional_workload_and_pause():
+    """A transaction's partition leader paused past the request timeout (issue 37): always a
+    pause, whatever else the faults are; drawn only where it means something."""
+    faults = ["pause", "kill", "partition"]
+    assert targeted.plays_for(faults, {}) == PLAYS
+    assert targeted.plays_for(["kill", "partition"], {}, transactional=True) == PLAYS
+    with_it = targeted.plays_for(faults, {}, transactional=True)
+    assert with_it == PLAYS + (targeted.LATE_COMMIT,)
+    drawn = list(itertools.islice(moves(3, faults, 10.0, with_it), 200))
+    late = [m for m in drawn if m.play == "late-commit"]
+    assert len(late) > len(drawn) / 3 and all(m.fault == "pause" and m.hold == "late" for m in late)
+    assert {m.fault for m in drawn if m.play != "late-commit"} == set(faults)
+
+
+@pytest.mark.unit
 def test_a_hold_for_one_leader_ignores_every_other():
     """The fast-failover play's holds: a killed replica the metadata still names, or a third one
     elected meanwhile, is not the reaction the play waits for."""
