@@ -377,8 +377,8 @@ class Move:
 # exactly what they drew before it existed.
 FAST_FAILOVER = (12, "fast-failover", (("leader-in-flight", "react"),))
 # The late-commit play (module docstring): drawn only for a transactional workload with pause
-# among the faults, then on most plays.
-LATE_COMMIT = (12, "late-commit", (("leader-in-flight", "late"),))
+# among the faults, then on four plays in five.
+LATE_COMMIT = (40, "late-commit", (("leader-in-flight", "late"),))
 
 
 def plays_for(faults: list[str], settings: dict, transactional: bool = False) -> tuple:
