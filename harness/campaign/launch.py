@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from harness.campaign.matrix import variant_of
-from harness.campaign.spec import CampaignFile
+from harness.campaign.spec import CampaignFile, profile_fields
 
 PR_SET_PDEATHSIG = 1
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def slot_subnet(pool: str, slot: int) -> str:
 
 def run_spec(campaign: CampaignFile, cell: dict, run: dict, subnet: str | None) -> dict:
     """The `harness run --spec` document of one random run."""
-    spec = {**campaign.options, "system": cell["system"], "variant": variant_of(cell),
+    spec = {**profile_fields(campaign, cell.get("profile")), "system": cell["system"], "variant": variant_of(cell),
             "nemesis": cell["nemesis"], "seed": run["seed"],
             "time_limit": campaign.time_limit, "backend": cell["backend"],
             "settings": dict(campaign.settings), "backend_options": dict(campaign.backend_options)}

@@ -1,7 +1,7 @@
 """Expand a campaign file into cells and runs, in a stable order.
 
-Order: systems, then workloads, variants, nemesis sets, backends (random
-runs); then scenarios, variants, backends; the order of each list is the
+Order: systems, then workloads, variants, nemesis sets, backends, profiles
+(random runs); then scenarios, variants, backends; the order of each list is the
 file's. A system runs the campaign's variants that are its own, or its default
 variant when none is (`spec.system_variants`). A scenario runs on its script's
 system, in a variant its library entry does not assert (and no `expect` rule
@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 
 from harness import registry
-from harness.campaign.spec import CampaignFile, ExpectRule, system_variants
+from harness.campaign.spec import CampaignFile, ExpectRule, profile_runs_in, system_variants
 
 
 @dataclass
@@ -33,6 +33,7 @@ class Cell:
     why: str = ""
     checkers: list[str] | None = None                # judge runs on these checkers only (None: all)
     runs: list[dict] = field(default_factory=list)   # {"id", "seed", "index"}
+    profile: str | None = None                       # the campaign's `profiles` axis (None: none)
 
     @property
     def label(self) -> str:
@@ -44,11 +45,13 @@ class Cell:
             parts.append(self.workload)
         if self.backend != "netns":
             parts.append(self.backend)
+        if self.profile:
+            parts.append(self.profile)
         return "/".join(p for p in parts if p)
 
     def axes(self) -> dict:
         return {"system": self.system, "variant": self.variant, "nemesis": self.nemesis, "workload": self.workload,
-                "scenario": self.scenario, "backend": self.backend}
+                "scenario": self.scenario, "backend": self.backend, "profile": self.profile}
 
     def as_json(self) -> dict:
         return {**asdict(self), "label": self.label}
@@ -90,9 +93,14 @@ def expand(campaign: CampaignFile, salt: str, runs_per_cell: int | None = None) 
             for variant in variants:
                 for nemesis in campaign.nemesis:
                     for backend in campaign.backends:
-                        cid = cell_id(system, workload if workload != "log" else None, variant,
-                                      "+".join(nemesis) or "none", backend if backend != "netns" else None)
-                        cells.append(_cell(campaign, cid, "run", system, variant, nemesis, workload, None, backend))
+                        for profile in list(campaign.profiles) or [None]:
+                            if not profile_runs_in(campaign, profile, variant):
+                                continue
+                            cid = cell_id(system, workload if workload != "log" else None, variant,
+                                          "+".join(nemesis) or "none", backend if backend != "netns" else None,
+                                          profile)
+                            cells.append(_cell(campaign, cid, "run", system, variant, nemesis, workload, None,
+                                               backend, profile))
     for scenario in campaign.scenarios:
         system, own = _scenario_system(scenario)
         own = [v for v in own if v in campaign.variants] or own  # the campaign's, where it names some
@@ -133,15 +141,15 @@ def _scenario_system(name: str) -> tuple[str, list[str]]:
     return scenario.system, list(scenario.variants)
 
 
-def _cell(campaign, cid, kind, system, variant, nemesis, workload, scenario, backend) -> Cell:
+def _cell(campaign, cid, kind, system, variant, nemesis, workload, scenario, backend, profile=None) -> Cell:
     axes = {"system": system, "variant": variant, "nemesis": nemesis, "workload": workload, "scenario": scenario,
-            "backend": backend}
+            "backend": backend, "profile": profile}
     rule = matching_rule(campaign, axes)
     verdict, why = (rule.verdict, rule.why) if rule else ("scenario" if kind == "scenario" else "valid", "")
     if verdict == "scenario":
         verdict, why = _scenario_expectation(scenario, variant)
     return Cell(cid, kind, system, variant, list(nemesis), workload, scenario, backend, verdict, why,
-                checkers=list(rule.checkers) if rule and rule.checkers else None)
+                checkers=list(rule.checkers) if rule and rule.checkers else None, profile=profile)
 
 
 def _scenario_expectation(name: str, variant: str) -> tuple[str, str]:

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field,
 from harness import registry
 from harness.spec import SpecError, TestSpec, load_spec_file
 
-AXES = ("system", "variant", "nemesis", "workload", "scenario", "backend")
+AXES = ("system", "variant", "nemesis", "workload", "scenario", "backend", "profile")
 ALIASES = {"era": "variant"}  # the axis's first name (the replica's generations), still accepted
 # `harness run` fields a campaign sets itself (axes, seeds, where the store goes)
 OWN_FIELDS = {"variant", "era", "system", "nemesis", "seed", "backend", "subnet", "store_root", "name", "time_limit",
@@ -106,6 +106,10 @@ class CampaignFile(BaseModel):
     time_limit: float = Field(60.0, gt=0)
     nemesis_interval: float | None = Field(None, gt=0)
     options: dict[str, Any] = Field(default_factory=dict, description="further `harness run` fields")
+    # an axis of named sets of run fields over `options` (system_options and workload_options
+    # merged key by key): what no other axis varies, e.g. a client crossed with a protocol and
+    # the nemesis mode; random runs only. A profile's `variants: [..]` limits it to those variants.
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     settings: dict[str, Any] = Field(default_factory=dict, description="replica settings (Kafka names)")
     backend_options: dict[str, Any] = Field(default_factory=dict)
     expect: list[ExpectRule] = Field(default_factory=list)
@@ -171,6 +175,24 @@ class CampaignFile(BaseModel):
                 raise ValueError(f"unknown run option {k!r} (known: {', '.join(sorted(fields - OWN_FIELDS))})")
         return {k.replace("-", "_"): x for k, x in v.items()}
 
+    @field_validator("profiles")
+    @classmethod
+    def _profiles(cls, v):
+        for name, fields in v.items():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+                raise ValueError(f"profile name {name!r}: letters, digits, '.', '_' and '-' only (it is part of "
+                                 f"the cell's id)")
+            if not isinstance(fields, dict):
+                raise ValueError(f"profile {name!r}: a map of `harness run` fields, e.g. {{nemesis_mode: targeted}}")
+            only = fields.get("variants", [])
+            if not isinstance(only, list) or not all(isinstance(x, str) for x in only):
+                raise ValueError(f"profile {name!r}: `variants` is a list of variant names")
+            try:
+                cls._options({k: x for k, x in fields.items() if k != "variants"})
+            except ValueError as e:
+                raise ValueError(f"profile {name!r}: {e}") from None
+        return {name: {k.replace("-", "_"): x for k, x in fields.items()} for name, fields in v.items()}
+
     @field_validator("budget")
     @classmethod
     def _budget(cls, v):
@@ -197,6 +219,26 @@ def _default_variants() -> list[str]:
     if system.variant_option is None:
         return []
     return [system.options.model_fields[system.variant_option].default]
+
+
+def profile_fields(campaign: "CampaignFile", profile: str | None) -> dict:
+    """The run fields of a cell: the campaign's options with its profile's over them
+    (system_options and workload_options merged key by key)."""
+    fields = dict(campaign.options)
+    for k, v in (campaign.profiles.get(profile) or {}).items() if profile else ():
+        if k == "variants":   # where the profile runs, not a run field
+            continue
+        if k in ("system_options", "workload_options") and isinstance(v, dict):
+            fields[k] = {**(fields.get(k) or {}), **v}
+        else:
+            fields[k] = v
+    return fields
+
+
+def profile_runs_in(campaign: "CampaignFile", profile: str | None, variant: str | None) -> bool:
+    """Whether a profile is crossed with this variant (its `variants`, if it names some)."""
+    only = (campaign.profiles.get(profile) or {}).get("variants") if profile else None
+    return not only or variant in only
 
 
 def system_variants(campaign: "CampaignFile", system) -> list[str | None]:

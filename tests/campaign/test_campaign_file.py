@@ -34,6 +34,9 @@ BAD = [
     ("subnets: 10.240.0.0/28\n", "field 'subnets'", "smaller than a /24"),
     ("eras: [hw\n", "malformed YAML", "line"),
     ("- just a list\n", "must be a mapping", ""),
+    ("profiles: {a: {nodez: 3}}\n", "field 'profiles'", "profile 'a': unknown run option 'nodez'"),
+    ("profiles: {a: {seed: 3}}\n", "field 'profiles'", "set by the campaign itself"),
+    ("profiles: {'a b': {}}\n", "field 'profiles'", "letters, digits"),
 ]
 
 
@@ -112,6 +115,27 @@ def test_listed_seeds_are_used(tmp_path):
     path.write_text("eras: [epoch]\nnemesis: [kill]\nseeds: [7, 3]\n")
     cells = expand(load_campaign(path), "salt")
     assert [r["id"] for r in cells[0].runs] == ["replica-epoch-kill/seed-7", "replica-epoch-kill/seed-3"]
+
+
+def test_profiles_are_an_axis_of_run_fields(tmp_path):
+    """Named sets of run fields over `options` (system and workload options merged key by
+    key), crossed with the other axes, limited to the variants a profile names."""
+    from harness.campaign.launch import run_spec
+
+    path = tmp_path / "p.yaml"
+    path.write_text("systems: [kafka]\nvariants: ['3.9.1', '4.1.1']\nworkloads: [queue]\nnemesis: [[pause]]\n"
+                    "runs: 1\noptions: {keys: 2, system_options: {client: java}, workload_options: {abort_p: 0.1}}\n"
+                    "profiles:\n  old: {variants: ['3.9.1']}\n"
+                    "  tv1: {variants: ['4.1.1'], system_options: {transaction_version: 1}, nemesis_mode: targeted}\n"
+                    "expect: [{where: {profile: tv1}, verdict: any}]\n")
+    campaign = load_campaign(path)
+    cells = expand(campaign, "salt")
+    assert [c.id for c in cells] == ["kafka-queue-3.9.1-pause-old", "kafka-queue-4.1.1-pause-tv1"]
+    assert cells[1].label == "kafka/4.1.1/pause/queue/tv1" and cells[1].expect == "any" and cells[0].expect == "valid"
+    spec = run_spec(campaign, cells[1].as_json(), cells[1].runs[0], None)
+    assert spec["system_options"] == {"client": "java", "transaction_version": 1}
+    assert spec["nemesis_mode"] == "targeted" and spec["keys"] == 2 and "variants" not in spec
+    assert run_spec(campaign, cells[0].as_json(), cells[0].runs[0], None)["system_options"] == {"client": "java"}
 
 
 @pytest.mark.parametrize("name", ["smoke", "nightly"])
