@@ -25,7 +25,8 @@ from harness.campaign.matrix import expand
 from harness.campaign.outcome import outcome
 from harness.campaign.progress import CampaignProgress
 from harness import registry
-from harness.campaign.spec import CampaignError, CampaignFile, load_campaign, parse_duration, system_variants
+from harness.campaign.spec import (CampaignError, CampaignFile, load_campaign, parse_duration, profile_fields,
+                                   profile_runs_in, system_variants)
 from harness.campaign.verdicts import run_verdict
 from harness.run_store import has_results
 
@@ -74,14 +75,18 @@ def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
     from harness.spec import SpecError, build_spec
     pairs = [(s, v) for s in campaign.systems for v in system_variants(campaign, registry.system(s))]
     # every variant and workload with the file's options and settings makes a valid run spec
-    for (system_name, variant), workload in [(pair, w) for pair in pairs for w in campaign.workloads]:
+    for (system_name, variant), workload, profile in [(pair, w, p) for pair in pairs for w in campaign.workloads
+                                                       for p in list(campaign.profiles) or [None]
+                                                       if profile_runs_in(campaign, p, pair[1])]:
         try:
-            spec = build_spec(None, system=system_name, variant=variant, workload=workload, **campaign.options)
+            spec = build_spec(None, system=system_name, variant=variant, workload=workload,
+                              **profile_fields(campaign, profile))
             system = spec.system_def()
             if system.check_settings is not None:  # the system's own setting names and types
                 system.check_settings({**campaign.settings}, spec.options())
         except (SpecError, ValueError) as e:
-            raise CampaignError(f"campaign file {file}: field 'options'/'settings' with system {system_name} "
+            where = f"'profiles.{profile}'" if profile else "'options'"
+            raise CampaignError(f"campaign file {file}: field {where}/'settings' with system {system_name} "
                                 f"variant {variant}: {e}") from None
     for faults in campaign.nemesis:
         try:   # with the first system and variant: system_options are that system's own

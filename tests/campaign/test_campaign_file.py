@@ -138,6 +138,17 @@ def test_profiles_are_an_axis_of_run_fields(tmp_path):
     assert run_spec(campaign, cells[0].as_json(), cells[0].runs[0], None)["system_options"] == {"client": "java"}
 
 
+def test_a_profile_a_variant_refuses_is_one_line_before_any_run(tmp_path):
+    from harness.campaign.execute import Options, preflight
+
+    path = tmp_path / "p.yaml"
+    path.write_text("systems: [kafka]\nvariants: ['3.9.1']\nworkloads: [queue]\nnemesis: [[pause]]\n"
+                    "profiles: {tv2: {system_options: {transaction_version: 2}}}\n")
+    with pytest.raises(CampaignError) as e:
+        preflight(load_campaign(path), str(path), Options())
+    assert "field 'profiles.tv2'" in str(e.value) and "transaction.version 0 only" in str(e.value)
+
+
 @pytest.mark.parametrize("name", ["smoke", "nightly"])
 def test_shipped_campaigns_load(name):
     campaign = load_campaign(REPO / "campaigns" / f"{name}.yaml")

@@ -150,7 +150,8 @@ def test_the_client_and_its_transaction_protocol_reach_results_json_and_the_repo
         "java kafka-clients 4.1.1; transaction protocol: 1 (2 commits); the cluster's transaction.version: 1"
 
 
-@pytest.mark.parametrize("name", ["false-alarms-kafka-queue.yaml", "false-alarms-kafka-queue-idempotent.yaml"])
+@pytest.mark.parametrize("name", ["false-alarms-kafka-queue.yaml", "false-alarms-kafka-queue-idempotent.yaml",
+                                  "kafka-transactions.yaml"])
 def test_the_queue_campaigns_pass_the_preflight(name):
     """A campaign's workload options are checked against its workload (not against `log`),
     so the queue workload's campaign files start."""
