@@ -300,6 +300,7 @@ class _Reader(object):
         self.notes = []
         self.aborted = []  # [first, last] of transactional batches an ABORT marker ended
         self.open_txn = {}  # producerId -> [[first, last], ...] not yet ended by a marker
+        self.txn_batches = []  # [first, last, producerId, producerEpoch, "data" | "commit" | "abort"]
         self.batches = 0
         self.control_batches = 0
         self.last_offset = None  # last offset of the last whole batch seen
@@ -399,7 +400,7 @@ class _Reader(object):
 
     def _batch(self, buf, pos, total, name):
         (base, _length, epoch, _magic, crc, attrs, last_delta, _bts, _mts,
-         pid, _pepoch, _bseq, count) = HEADER.unpack_from(buf, pos)
+         pid, pepoch, _bseq, count) = HEADER.unpack_from(buf, pos)
         last = base + last_delta
         if self.last_offset is not None and base <= self.last_offset:
             self.notes.append("%s: batch at offset %d does not follow offset %d" % (name, base, self.last_offset))
@@ -431,6 +432,7 @@ class _Reader(object):
                 for _delta, key, _value in _records(data, count, True):
                     if key is not None and len(key) >= 4:
                         _version, kind = _CTRL_KEY.unpack_from(key)
+                        self.txn_batches.append([base, last, pid, pepoch, "abort" if kind == 0 else "commit"])
                         ranges = self.open_txn.pop(pid, [])
                         if kind == 0:  # ABORT
                             self.aborted.extend(ranges)
@@ -439,6 +441,7 @@ class _Reader(object):
             return
         if attrs & ATTR_TRANSACTIONAL:
             self.open_txn.setdefault(pid, []).append([base, last])
+            self.txn_batches.append([base, last, pid, pepoch, "data"])
         out = self.records
         try:
             _append_records(data, count, base, epoch, out)
@@ -578,6 +581,9 @@ def read_partition(part_dir, verify_crc=True, keep_bad=False):
              "aborted": [[first, last]]: transactional batches that an ABORT marker
                     ended (their records are in "records", as a read_uncommitted
                     consumer sees them),
+             "txn_batches": [[first, last, producer id, producer epoch, "data" | "commit" |
+                    "abort"]]: every transactional batch and transaction marker, in log
+                    order (who wrote what in which transaction, and which marker ended it),
              "batches", "control_batches": counts, "notes": [text]}.
     v0/v1 messages (Kafka < 0.11) are read too, with leader epoch -1."""
     segs = segment_files(part_dir)
@@ -590,7 +596,7 @@ def read_partition(part_dir, verify_crc=True, keep_bad=False):
         leo = max(leo, segs[-1][0])
     return {"log_start": log_start, "leo": leo, "records": reader.records,
             "torn_tail": reader.torn_tail, "bad_crc": reader.bad_crc, "skipped": reader.skipped,
-            "aborted": reader.aborted, "batches": reader.batches,
+            "aborted": reader.aborted, "txn_batches": reader.txn_batches, "batches": reader.batches,
             "control_batches": reader.control_batches, "notes": reader.notes}
 
 
@@ -775,7 +781,8 @@ def dump(log_dir, topic, broker=None):
     log_start: the larger of the first segment's base offset and the
     log-start-offset-checkpoint's value; records below it are left out. Each
     partition also carries the reader's "torn_tail", "bad_crc", "skipped",
-    "aborted", "notes", and "epoch_cache" (the leader-epoch-checkpoint).
+    "aborted", "notes", "txn_batches" (where it has any), and "epoch_cache"
+    (the leader-epoch-checkpoint).
     broker: taken from meta.properties `node.id` when not given."""
     if broker is None:
         meta = read_meta_properties(log_dir)
@@ -803,7 +810,9 @@ def dump(log_dir, topic, broker=None):
                       "hw_source": "replication-offset-checkpoint" if hw is not None else "none",
                       "leo": r["leo"], "log_start": log_start, "records": records,
                       "epoch_cache": epochs, "torn_tail": r["torn_tail"], "bad_crc": r["bad_crc"],
-                      "skipped": r["skipped"], "aborted": r["aborted"], "notes": problems + r["notes"]})
+                      "skipped": r["skipped"], "aborted": r["aborted"], "notes": problems + r["notes"],
+                      **({"txn_batches": [b for b in r["txn_batches"] if b[1] >= log_start]}
+                         if r["txn_batches"] else {})})
     return {"broker": broker, "partitions": parts}
 
 

@@ -89,6 +89,15 @@ def check_against_dls(part_dir: Path, parsed: dict) -> dict:
             if any(o == b["base"] and kind == "ABORT" for o, kind in parsed["markers"]):
                 aborted.extend(ranges)
     assert got["aborted"] == aborted
+    # each transactional batch and marker with its producer id, in log order (the producer epoch
+    # is the batch header's, which iter_batches reads at the same place)
+    kinds = dict(parsed["markers"])
+    assert [(b[0], b[1], b[2], b[4]) for b in got["txn_batches"]] == \
+        [(b["base"], b["last"], b["pid"], "data" if not b["control"] else
+          "abort" if kinds.get(b["base"]) == "ABORT" else "commit")
+         for b in parsed["batches"] if b["transactional"]]
+    epochs = {b["base"]: b["producer_epoch"] for b in mine_batches}
+    assert all(b[3] == epochs[b[0]] for b in got["txn_batches"])
     return got
 
 
