@@ -1,9 +1,11 @@
-"""`harness run --sut kafka --workload queue` end to end on a real Kafka 4.1.1
-(KRaft, netns), as a user runs it: Jepsen's queue ops in the history (txn ops of
-1..4 micro-ops completed with offsets, subscribe, rebalances as assign ops),
-committed and aborted transactions, the consumer back at its committed position
-after an abort, the log checker's verdict, and the checkers that do not apply
-listed as such."""
+"""`harness run --sut kafka --workload queue` end to end on a real Kafka 3.9.1
+(KRaft, netns; the last release before KIP-890's transaction protocol v2, so its
+cluster's transaction.version is 0), as a user runs it: Jepsen's queue ops in the
+history (txn ops of 1..4 micro-ops completed with offsets, subscribe, rebalances as
+assign ops), committed and aborted transactions, the consumer back at its committed
+position after an abort, the log checker's verdict, the checkers that do not apply
+listed as such, and each replica's transactional batches and markers with their
+producer ids and epochs (dump.json's txn_batches)."""
 import json
 from pathlib import Path
 
@@ -33,7 +35,8 @@ def _mop_shapes_ok(value, completed: bool) -> bool:
 
 def test_queue_run_on_kafka(tmp_path):
     need_root()
-    out = run_harness(tmp_path, "run", "--sut", "kafka", "--workload", "queue", "--workload-option", "abort_p=0.5",
+    out = run_harness(tmp_path, "run", "--sut", "kafka", "--option", "version=3.9.1", "--workload", "queue",
+                      "--workload-option", "abort_p=0.5",
                       "--keys", "2", "--concurrency", "3", "--rate", "30", "--time-limit", "25", "--seed", "3",
                       "--subnet", "10.221.13.0/24", "--store", tmp_path / "s", timeout=500)
     assert out.returncode in (0, 1), out.stderr[-3000:]
@@ -80,3 +83,21 @@ def test_queue_run_on_kafka(tmp_path):
                 rewinds += 1
         last_fail[p] = {k: pairs[0][0] for k, pairs in polled.items()} if op["type"] == "fail" else {}
     assert rewinds > 0, "no aborted read was followed by a read of the same key"
+
+    test = json.loads((store / "test.json").read_text())
+    assert test["system_options"]["version"] == "3.9.1" and test["system_options"]["transaction_version"] == 0
+    assert results["client"]["cluster_transaction_version"] == 0 and results["client"]["client"] == "librdkafka"
+    # the brokers' side of each transaction: data batches and the markers that ended them, per producer
+    dumps = [json.loads(p.read_text()) for p in sorted((store / "nodes").glob("n*/dump.json"))]
+    batches = [b for d in dumps for part in d["partitions"] for b in part.get("txn_batches", [])]
+    assert {b[4] for b in batches} == {"data", "commit", "abort"}, batches[:5]
+    assert all(b[2] >= 0 and b[3] >= 0 for b in batches)
+    for d in dumps:
+        for part in d["partitions"]:
+            aborted = {tuple(r) for r in part["aborted"]}
+            ended: dict = {}   # producer id -> its data batches since its last marker
+            for first, last, pid, _epoch, kind in part.get("txn_batches", []):
+                if kind == "data":
+                    ended.setdefault(pid, []).append((first, last))
+                else:   # a marker ends every open batch of its producer, aborted iff it is an abort
+                    assert all((r in aborted) == (kind == "abort") for r in ended.pop(pid, [])), (pid, kind)
