@@ -222,7 +222,7 @@ def setting_value(name: str, settings: dict, options: KafkaOptions) -> float:
 
 SYSTEM = System(
     name="kafka",
-    description="Apache Kafka 4.x (KRaft) or 0.10.2/0.11/2.8 (ZooKeeper) (jars from Maven Central, "
+    description="Apache Kafka 4.x and 3.9 (KRaft) or 0.10.2/0.11/2.8 (ZooKeeper) (jars from Maven Central, "
                 "confluent-kafka): topic `log`, controller ctl or zookeeper zk + brokers n1..nN",
     options=KafkaOptions,
     capabilities_for=capabilities_for,
