@@ -54,6 +54,8 @@ META_GROUP = "meta-group"    # DB.inspector.meta_group (the MetaGroup protocol):
 REMOTE_TIER = "remote-tier"  # DB.remote_tier: tiered storage's remote objects (None while tiered storage is off)
 # DB.queue_client(request_timeout, name, group, txn) -> QueueClient: transactional producers and consumer
 # groups (the `queue` workload, workloads/queue.py); `name` is unique per process (a transactional id).
+# DB.transaction_coordinator(transactional_id) (optional, async) -> (node | None, why dict): the node
+#   coordinating that id's transactions (the targeted nemesis's late-commit-coordinator play).
 # DB.client_info() (optional) -> dict: the client library the queue clients are (`client`, `version`) and
 # what it negotiated with the cluster (`transaction_protocol`), as far as the library says; the queue
 # workload records it in its final reads (history), results.json and the report show it.

@@ -25,14 +25,15 @@ the node is back before the cluster notices) or "react" (until the key's
 leader or ISR changes, at most 3 x interval), or "late" (the run's request timeout and
 2 s more: the late-commit play).
 
-The late-commit play (transactional workloads with `pause` among the faults; KAFKA-17754,
-issue 37): the leader of a key a transaction is sending to or committing, paused past the
-client's request timeout and resumed before the cluster moves the key's leadership (a
-broker's session: the scenario's settings make it longer than the hold). What waited in the
-paused broker's sockets (the transaction's sends, its coordinator's commit or abort markers)
-is handled on resume, after the client gave up on it and went on with its next
-transaction: with one producer epoch for every transaction (protocol v1) a late send or
-marker can belong to the wrong one.
+The late-commit plays (transactional workloads with `pause` among the faults; issue 37):
+`late-commit` pauses the leader of a key a transaction is sending to or committing,
+`late-commit-coordinator` the node coordinating a transaction in flight (where the system
+names it: DB.transaction_coordinator), each past the client's request timeout, resumed
+before the cluster moves the leadership (a node's session: the run's settings make it longer
+than the hold). What waited in the paused node's sockets (the transaction's sends, its end,
+the coordinator's commit or abort markers) is handled on resume, after the client gave up on
+it and went on with its next transaction: with one producer epoch for every transaction
+(protocol v1) a late send, end or marker can belong to the wrong one.
 
 Like the blind mode it is seeded: `moves(seed, ...)` fixes the sequence of
 plays, faults, moments, holds and gaps; which node a moment picks depends on
@@ -266,6 +267,25 @@ async def wait_for(moment: str, watch: StateWatch, rng: random.Random, budget: f
             pass
 
 
+async def coordinator_in_flight(ctx: RunContext, watch: StateWatch, rng: random.Random, budget: float,
+                                since: int) -> tuple[str | None, dict]:
+    """The moment `coordinator-in-flight`: the node coordinating a transaction that is running
+    now (the workload's txn_in_flight, the system's transaction_coordinator); the leader of a
+    key when none is named within the budget."""
+    end = time.monotonic() + budget
+    seen: dict = {}
+    while time.monotonic() < end:
+        ids = sorted(t for t, n in (getattr(ctx.workload, "txn_in_flight", None) or {}).items() if n > 0)
+        if ids:
+            node, why = await ctx.db.transaction_coordinator(rng.choice(ids))
+            if node in watch.nodes:
+                return node, {"moment": "coordinator-in-flight", **why}
+            seen = why
+        await asyncio.sleep(POLL_S)
+    node, why = await wait_for("leader", watch, rng, 0.0, since)
+    return node, {**why, **seen, "moment": "coordinator-in-flight", "fallback": "leader"}
+
+
 def isr_but_back(cur: Snapshot | None, nodes: list[str], rng: random.Random, back: str) -> tuple[list[str], dict]:
     """The moment `back`: the previous move's node was just brought back
     (restarted, resumed, healed) and may not have caught up yet; -> every
@@ -379,12 +399,18 @@ FAST_FAILOVER = (12, "fast-failover", (("leader-in-flight", "react"),))
 # The late-commit play (module docstring): drawn only for a transactional workload with pause
 # among the faults, then on four plays in five.
 LATE_COMMIT = (40, "late-commit", (("leader-in-flight", "late"),))
+# Its twin on the transaction coordinator: the broker coordinating a transaction in flight (the
+# workload's txn_in_flight; the system's transaction_coordinator), paused the same way; drawn
+# where the system can name the coordinator.
+LATE_COMMIT_COORDINATOR = (40, "late-commit-coordinator", (("coordinator-in-flight", "late"),))
+LATE_PLAYS = (LATE_COMMIT[1], LATE_COMMIT_COORDINATOR[1])
 
 
-def plays_for(faults: list[str], settings: dict, transactional: bool = False) -> tuple:
+def plays_for(faults: list[str], settings: dict, transactional: bool = False, coordinator: bool = False) -> tuple:
     unclean = str(settings.get("unclean.leader.election.enable", "")).lower() in ("true", "1")
+    late = "pause" in faults and transactional
     return PLAYS + ((FAST_FAILOVER,) if "kill" in faults and unclean else ()) \
-        + ((LATE_COMMIT,) if "pause" in faults and transactional else ())
+        + ((LATE_COMMIT,) if late else ()) + ((LATE_COMMIT_COORDINATOR,) if late and coordinator else ())
 
 
 def moves(seed: int, faults: list[str], interval: float, plays: tuple = PLAYS) -> Iterator[Move]:
@@ -397,7 +423,7 @@ def moves(seed: int, faults: list[str], interval: float, plays: tuple = PLAYS) -
         drawn = []
         for i, (moment, hold) in enumerate(steps):
             fault = rng.choice(faults)
-            if play == LATE_COMMIT[1]:   # its point is the pause (drawn only when pause is a fault)
+            if play in LATE_PLAYS:   # their point is the pause (drawn only when pause is a fault)
                 fault = "pause"
             drawn.append(Move(play, i + 1, moment, hold, fault, interval * rng.uniform(0.1, 0.3),
                               rng.random(), 0.0))
@@ -416,7 +442,9 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
         since = watch.seq
         victims: list[str] = []
         plays = plays_for(faults, getattr(ctx.spec, "settings", None) or {},
-                          bool(getattr(ctx.workload, "transactional", False)))
+                          bool(getattr(ctx.workload, "transactional", False)),
+                          getattr(ctx.db, "transaction_coordinator", None) is not None
+                          and getattr(ctx.workload, "txn_in_flight", None) is not None)
         for move in moves(seed, faults, interval, plays):
             if time.monotonic() >= deadline:
                 return
@@ -428,6 +456,10 @@ async def targeted_steps(ctx: RunContext, faults: list[str], seed: int, interval
                 continue
             if move.moment == "back" and victims:
                 victims, why = isr_but_back(watch.last, watch.nodes, pick_rng, victims[0])
+            elif move.moment == "coordinator-in-flight":
+                budget = min(interval / 4, max(0.0, deadline - time.monotonic()))
+                node, why = await coordinator_in_flight(ctx, watch, pick_rng, budget, since)
+                victims = [node]
             else:
                 budget = min(interval / 4, max(0.0, deadline - time.monotonic()))
                 node, why = await wait_for(move.moment, watch, pick_rng, budget, since)

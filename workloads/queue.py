@@ -68,11 +68,15 @@ class QueueWorkload(LogWorkload):
         self.tag = uuid.uuid4().hex[:8]            # transactional ids and groups of this run
         self.group = f"replog-queue-{self.tag}"
         self.counts = {"committed": 0, "aborted": 0, "indefinite": 0, "rebalances": 0}
-        self.transactional = opts.txn   # the targeted nemesis draws its late-commit play (nemesis/targeted.py)
+        self.transactional = opts.txn   # the targeted nemesis draws its late-commit plays (nemesis/targeted.py)
+        self.txn_in_flight: dict[str, int] = {}   # transactional id -> its transactions running (the same)
+
+    def transactional_id(self, process: int) -> str:
+        return f"replog-{self.tag}-p{process}"
 
     def queue_client(self, process: int):
         group = self.group if self.opts.consumer == "subscribe" else f"{self.group}-p{process}"
-        return self.db.queue_client(self.cfg.request_timeout, f"replog-{self.tag}-p{process}", group,
+        return self.db.queue_client(self.cfg.request_timeout, self.transactional_id(process), group,
                                     self.opts.txn)
 
     async def setup(self, timeout: float = 60.0) -> None:
@@ -164,11 +168,14 @@ class QueueWorkload(LogWorkload):
         keys = sorted({m[1] for m in mops if m[0] == "send"})
         for key in keys:   # in flight until the txn ends: its sends, its commit and the markers it waits for
             self.in_flight[key] = self.in_flight.get(key, 0) + 1
+        tid = self.transactional_id(process)
+        self.txn_in_flight[tid] = self.txn_in_flight.get(tid, 0) + 1
         try:
             return await self._run_txn(client, op, mops, abort)
         finally:
             for key in keys:
                 self.in_flight[key] -= 1
+            self.txn_in_flight[tid] -= 1
 
     async def _run_txn(self, client, op: dict, mops: list[list], abort: bool) -> bool:
         try:

@@ -186,6 +186,15 @@ class KafkaDb(NodeDaemons):
 
         return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)
 
+    async def transaction_coordinator(self, transactional_id: str) -> tuple[str | None, dict]:
+        """The node coordinating a transactional id, and why (systems/kafka/coordinator.py)."""
+        if getattr(self, "_coordinators", None) is None:
+            from systems.kafka.coordinator import Coordinators
+
+            self._coordinators = Coordinators(",".join(f"{h}:{p}" for h, p in self.endpoints()),
+                                              {node_id(n): n for n in self.nodes})
+        return await self._coordinators.of(transactional_id)
+
     @property
     def transaction_version(self) -> int | None:
         """The cluster's transaction.version feature level as formatted (None: ZooKeeper, no levels)."""

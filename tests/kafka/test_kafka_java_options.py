@@ -61,3 +61,14 @@ def test_a_transaction_version_the_cluster_cannot_have_is_refused_in_one_line(op
     with pytest.raises(ValidationError) as e:
         SYSTEM.parse_options(options)
     assert text in str(e.value)
+
+
+def test_the_transaction_coordinator_partition_is_kafkas():
+    """Utils.abs(transactionalId.hashCode()) % partitions, as kafka-clients 4.1.1's jshell
+    printed them (2026-11-28): Java's String.hashCode over UTF-16 code units."""
+    from systems.kafka.coordinator import java_string_hash, partition_for
+
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("replog-abc-p0") == 2135914001
+    assert java_string_hash("\u00e9t\u00e9-\U0001F600") == -1803456526   # a surrogate pair: two code units
+    assert partition_for("replog-1f2e3d4c-p17", 50) == 1

@@ -74,6 +74,11 @@ def test_the_late_commit_play_needs_a_transactional_workload_and_pause():
     late = [m for m in drawn if m.play == "late-commit"]
     assert len(late) > len(drawn) / 3 and all(m.fault == "pause" and m.hold == "late" for m in late)
     assert {m.fault for m in drawn if m.play != "late-commit"} == set(faults)
+    both = targeted.plays_for(faults, {}, transactional=True, coordinator=True)
+    assert both == PLAYS + (targeted.LATE_COMMIT, targeted.LATE_COMMIT_COORDINATOR)
+    drawn = list(itertools.islice(moves(3, faults, 10.0, both), 200))
+    aimed = [m for m in drawn if m.play == "late-commit-coordinator"]
+    assert aimed and all(m.fault == "pause" and m.moment == "coordinator-in-flight" for m in aimed)
 
 
 @pytest.mark.unit
