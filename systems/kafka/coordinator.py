@@ -1,7 +1,8 @@
 """The transaction coordinator of a transactional id: the broker leading its
 partition of `__transaction_state`, which Kafka picks as
 `Utils.abs(transactionalId.hashCode()) % partitions` (TransactionStateManager.
-partitionFor; Java's String.hashCode, Utils.abs = n & 0x7fffffff). FindCoordinator
+partitionFor; Java's String.hashCode; Utils.abs is Math.abs, 0 for Integer.MIN_VALUE, not
+Utils.toPositive's mask: the two differ on every negative hash). FindCoordinator
 answers the same; confluent-kafka does not expose it, so the partition is computed
 here and its leader read from the metadata (any broker answers, so a paused
 coordinator is still named). The targeted nemesis's late-commit-coordinator play
@@ -22,7 +23,8 @@ def java_string_hash(text: str) -> int:
 
 
 def partition_for(transactional_id: str, partitions: int) -> int:
-    return (java_string_hash(transactional_id) & 0x7FFFFFFF) % partitions
+    h = java_string_hash(transactional_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 class Coordinators:

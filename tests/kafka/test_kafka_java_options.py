@@ -72,3 +72,6 @@ def test_the_transaction_coordinator_partition_is_kafkas():
     assert java_string_hash("replog-abc-p0") == 2135914001
     assert java_string_hash("\u00e9t\u00e9-\U0001F600") == -1803456526   # a surrogate pair: two code units
     assert partition_for("replog-1f2e3d4c-p17", 50) == 1
+    # negative hashes: Utils.abs is Math.abs (a run's broker log: "Initialized transactionalId
+    # replog-91372665-p0 ... on partition __transaction_state-20", p13 on 28)
+    assert partition_for("replog-91372665-p0", 50) == 20 and partition_for("replog-91372665-p13", 50) == 28
