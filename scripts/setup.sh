@@ -43,7 +43,10 @@ want="$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import harness" 2>/dev/null; then
     say "pip install -c requirements.lock -e .[test,bench]"
     .venv/bin/pip install -q --upgrade pip >/dev/null
-    .venv/bin/pip install -q -c requirements.lock -e ".[test,bench]"
+    # --no-compile: pip byte-compiled every installed module (pyspark's thousands) in one
+    # process, 58 CPU-s of the install against 26 without (measured, load 12); Python
+    # compiles the modules a command imports on first use instead.
+    .venv/bin/pip install -q --no-compile -c requirements.lock -e ".[test,bench]"
     echo "$want" > "$stamp"
 fi
 # nats-server releases besides Debian's (system option `version`): NATS_VERSIONS="2.10.22 2.12.1"
