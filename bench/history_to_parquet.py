@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # `bench.engines` when run as a script
 
 
 def child(mode: str, path: str, out_dir: str, limit: int) -> dict:
