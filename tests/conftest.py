@@ -76,6 +76,12 @@ REAL_SYSTEM_DIRS = ("tests/kafka/", "tests/nats/", "tests/docker/")
 STREAMS = ("in-process", "cluster", "real-systems")
 
 
+def pytest_configure(config):
+    if os.environ.get("HARNESS_TEST_CPU"):  # per-test CPU seconds: tests/cpu_accounting.py
+        from tests.cpu_accounting import CpuAccounting
+        config.pluginmanager.register(CpuAccounting(os.environ["HARNESS_TEST_CPU"]), "cpu-accounting")
+
+
 def pytest_addoption(parser):
     parser.addoption("--stream", choices=STREAMS, default=None,
                      help="only the in-process modules (unit and Spark tiers), only the real systems' cluster "
