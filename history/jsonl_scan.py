@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from history import jsonl_native
+from history import native
 from history.flatten import DATA_FS, RESET_FS
 
 OTHER, SEND, POLL = 0, 1, 2
@@ -99,7 +99,7 @@ def is_active(op: dict) -> bool:
 def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native: bool = True) -> Block:
     """Columns of a block of whole lines (only the file's last line may lack its newline).
 
-    The line ends, tokens and proven lines come from one C pass (`history.jsonl_native`)
+    The line ends, tokens and proven lines come from one C pass (`history.native`)
     when its library is built, else from numpy and Arrow (`use_native=False` forces
     that way: the tests compare the two).
 
@@ -107,16 +107,16 @@ def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native
     it raises HistoryError for a bad line and returns None for a skipped one.
     """
     buf = np.frombuffer(data, np.uint8)
-    native = jsonl_native.tokens(data) if use_native else None
-    if native is not None:  # the same arrays in one C pass (history/jsonl_native.c)
-        ends, tok_start, tok_end, tok_value, tokens = native
+    passed = native.tokens(data) if use_native else None
+    if passed is not None:  # the same arrays in one C pass (history/native.c)
+        ends, tok_start, tok_end, tok_value, tokens = passed
     else:
         ends = np.flatnonzero(buf == 10) + 1
     if not data.endswith(b"\n"):
         ends = np.append(ends, len(buf))
     starts = np.concatenate(([0], ends[:-1]))
-    if native is not None:
-        fast = jsonl_native.fast_lines(data, starts, ends)
+    if passed is not None:
+        fast = native.fast_lines(data, starts, ends)
     else:
         offsets = np.concatenate(([0], ends)).astype(np.int32)
         lines = pa.Array.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
@@ -141,7 +141,7 @@ def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native
     f_at = after_proc + 9 + _TYPE_LENGTHS[typ] + 7
     kind = np.where(~fast, OTHER, np.where(buf[np.minimum(f_at, last_byte)] == ord("s"), SEND, POLL))
 
-    if native is not None:
+    if passed is not None:
         ints_at = lambda idx: tok_value[idx]  # noqa: E731
     else:
         ints_at = lambda idx: pc.cast(tokens.take(pa.array(idx)), pa.int64()).to_numpy()  # noqa: E731

@@ -1,4 +1,4 @@
-"""The history.jsonl scan's C pass (history/jsonl_native.c) gives the numpy scan's blocks.
+"""The history.jsonl scan's C pass (history/native.c) gives the numpy scan's blocks.
 
 Every field of every block is compared between the two ways, on the real store, a
 synthetic Kafka history and the seeded random mixtures of line shapes of
@@ -6,6 +6,11 @@ test_jsonl_parquet; and the C decision of which lines are HistoryWriter's two
 shapes is compared with the regular expression it replaces (FAST_LINE, run by
 Arrow's RE2) on the lines of those histories and on thousands of seeded
 mutations of them (a byte dropped, doubled or replaced, digits added).
+
+Jepsen's EDN: the C rewrite into JSON reads every Knossos history as the Python
+fast path and edn_format do, and on seeded mutations of them (bytes dropped,
+doubled, replaced; nil, keywords, comments, sets, tags, characters, ratios put in)
+it either declines or gives what the Python readers give.
 """
 from __future__ import annotations
 
@@ -16,18 +21,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from history import jsonl_native, jsonl_scan
-from history.formats import iter_jsonl
+from history import formats, jsonl_scan, native
+from history.formats import HistoryError, iter_jsonl
 from history.jsonl_parquet import read_blocks
 from tests.checkers.synthetic_jsonl import write_history
 from tests.checkers.test_jsonl_parquet import STORE, random_history
+from tests.checkers.testdata import KNOSSOS
 
 pytestmark = pytest.mark.unit
 
 
 def test_the_library_is_built():
-    assert jsonl_native.library() is not None, (
-        f"{jsonl_native.LIBRARY} is missing or older than its source: run bash scripts/build_native.sh "
+    assert native.library() is not None, (
+        f"{native.LIBRARY} is missing or older than its source: run bash scripts/build_native.sh "
         "(scripts/setup.sh does)")
 
 
@@ -104,7 +110,61 @@ def test_proven_lines_are_those_of_the_regular_expression(tmp_path):
     offsets = np.concatenate(([0], ends)).astype(np.int32)
     array = pa.Array.from_buffers(pa.binary(), len(lines), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     want = pc.match_substring_regex(array, jsonl_scan.FAST_LINE).to_numpy(zero_copy_only=False)
-    got = jsonl_native.fast_lines(data, starts, ends)
+    got = native.fast_lines(data, starts, ends)
     differ = [lines[k] for k in np.flatnonzero(got != want)[:5]]
     assert differ == []
     assert 0.2 < want.mean() < 0.9  # both kinds of line were tried
+
+
+# -- Jepsen's EDN: the C rewrite into JSON (native.edn_json, formats._native_edn) -------
+
+def python_read(path, data: bytes):
+    """What the EDN reader gives without the C pass: its Python fast path, else edn_format."""
+    fast = formats._fast_edn(data)
+    return fast if fast is not None else formats._read_edn_slow(str(path), data.decode("utf-8"))
+
+
+def test_every_knossos_history_reads_the_same_through_the_c_pass():
+    taken = 0
+    for path in sorted(KNOSSOS.rglob("*.edn")):
+        data = path.read_bytes()
+        ops = formats._native_edn(data)
+        if ops is not None:
+            taken += 1
+            assert ops == formats._fast_edn(data) == formats._read_edn_slow(str(path), data.decode()), path
+    assert taken >= 110  # the corpus is flat op maps but for a few files
+
+
+def edn_mutations(data: bytes, rng: random.Random, count: int):
+    alphabet = b'0123456789-:;,#\\"()[]{} \nnilxe'
+    for _ in range(count):
+        at = rng.randrange(len(data))
+        edit = rng.randrange(4)
+        if edit == 0:
+            yield data[:at] + data[at + 1:]
+        elif edit == 1:
+            yield data[:at] + data[at:at + 1] + data[at:]
+        elif edit == 2:
+            yield data[:at] + bytes([rng.choice(alphabet)]) + data[at + 1:]
+        else:
+            yield data[:at] + rng.choice([b" nil ", b" :nil ", b" null ", b'"a;b"', b";c\n", b" 1N ", b"{}",
+                                          b" :a/b ", b" #{1} ", b" \\c ", b'"\\u0041"', b" 1/2 "]) + data[at:]
+
+
+def test_mutated_histories_read_as_edn_format_reads_them():
+    """Wherever the C pass gives ops, they are the Python readers' (or it declines)."""
+    rng = random.Random(3)
+    paths = sorted(KNOSSOS.rglob("*.edn"), key=lambda p: p.stat().st_size)[:12]
+    taken = 0
+    for path in paths:
+        for data in edn_mutations(path.read_bytes(), rng, 150):
+            ops = formats._native_edn(data)
+            if ops is None:
+                continue
+            taken += 1
+            try:
+                want = python_read(path, data)
+            except (HistoryError, UnicodeDecodeError) as err:
+                raise AssertionError(f"the C pass read what the readers refuse ({err}): {data[:300]!r}")
+            assert ops == want, data[:300]
+    assert taken > 300
