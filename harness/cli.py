@@ -219,10 +219,14 @@ def _registry_help(text: str) -> str:
 class RegistryHelp(TyperCommand):
     """A command whose options' help names registered systems, backends, workloads, faults."""
 
-    def format_help(self, ctx, formatter) -> None:
+    def fill_registry_help(self) -> None:
+        """Put the registered names into the options' help (also for docs/reference, harness.docs)."""
         for param in self.params:
             if getattr(param, "help", None):
                 param.help = _registry_help(param.help)
+
+    def format_help(self, ctx, formatter) -> None:
+        self.fill_registry_help()
         super().format_help(ctx, formatter)
 
 
