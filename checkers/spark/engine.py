@@ -7,7 +7,10 @@ spark driver"}`, never absent. A driver module has
 
 - `check(job: SparkJob) -> {run: result}`, called in its own thread, and
 - optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark.flags)
-  that join the one shared flag job; `job.top()` is its collected answer.
+  that join the one shared flag job; `job.top()` is its collected answer;
+- optionally `SETTLED = True`: it calls `job.settled()`, so that job starts at once
+  beside the others (a check without such a driver, e.g. of transactions only,
+  never runs it).
 
 Input: Parquet run dirs written by `history.parquet` (each row tagged with its
 run name). The tables of `checkers.spark.tables` are built (their per-key facts
@@ -51,6 +54,10 @@ class SparkJob:
 
     def settled(self) -> tuple[list, float]:
         """The collected rows of `settled_keys` and the seconds they took."""
+        if self._settled is None:  # no driver declared SETTLED: compute it on demand
+            from checkers.spark.sequential import settled_keys
+
+            return _timed(lambda: settled_keys(self.tables).collect())
         return self._settled.result()
 
 
@@ -97,7 +104,8 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     beside = ThreadPoolExecutor(len(active) + 1, thread_name_prefix="beside")
     job = SparkJob(tables, list(runs), dict(complete or {}), time_limit)
     try:
-        job._settled = beside.submit(_timed, lambda: settled_keys(tables).collect())
+        if any(getattr(driver, "SETTLED", False) for driver in active.values()):
+            job._settled = beside.submit(_timed, lambda: settled_keys(tables).collect())
         answers = {name: beside.submit(_stamped, driver.check, job) for name, driver in active.items()}
         try:
             flags = [f for driver in active.values() if hasattr(driver, "flags") for f in driver.flags(tables)]
