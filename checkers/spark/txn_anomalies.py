@@ -69,12 +69,14 @@ class Parts:
         txns = (self.sends.select("rid", "txn", "type", "process", "complete_index")
                 .unionByName(self.reads.select("rid", "txn", F.lit(OK).alias("type"), "process",
                                                "complete_index")))
-        # info transactions one of whose values was read: few rows (only info writers join)
+        # info transactions one of whose values was read: few rows (only info writers join),
+        # broadcast to the transactions (a sort-merge join sorted every transaction: measured
+        # the largest cached part)
         self.proven = (self.writers.where(F.col("wtype") == INFO).join(self.read_values, VALUE)
                        .select("rid", F.col("w").alias("txn")).distinct().withColumn("proven", F.lit(True)))
         self.txns = tables._cache(txns.groupBy("rid", "txn").agg(F.min("type").alias("type"), F.min("process").alias("process"),
                                                     F.max("complete_index").alias("complete"))
-                     .join(self.proven, ["rid", "txn"], "left")
+                     .join(F.broadcast(self.proven), ["rid", "txn"], "left")
                      .withColumn("proven", F.coalesce(F.col("proven"), F.lit(False)))
                      .withColumn("committed", (F.col("type") == OK) | F.col("proven")))
         self.pairs = tables._cache(self.reads.select(*VALUE, "key", "value", "offset")
@@ -122,11 +124,11 @@ def flags(tables: Tables) -> list[DataFrame]:
     max_read = parts.reads.groupBy("rid", "k").agg(F.max("offset").alias("max_read_offset"))
     ended = tables.ends.select("k", F.lit(True).alias("ended"))
     # committed writers: an ok writer's transaction is committed; only the others (few)
-    # are joined with the transactions
+    # are joined with the transactions, broadcast (no sort of every transaction)
     unread = parts.writers.join(parts.read_values, VALUE, "left_anti")
     committed = parts.txns.where("committed").select("rid", F.col("txn").alias("w"))
     unread = (unread.where(F.col("wtype") == OK)
-              .unionByName(unread.where(F.col("wtype") != OK).join(committed, ["rid", "w"]))
+              .unionByName(committed.join(F.broadcast(unread.where(F.col("wtype") != OK)), ["rid", "w"]))
               .join(max_read, ["rid", "k"], "left").join(ended, "k", "left"))
     lost = F.when(F.col("woffset").isNotNull(),
                   F.coalesce(F.col("woffset") <= F.col("max_read_offset"), F.lit(False))) \
