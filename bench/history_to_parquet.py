@@ -6,7 +6,8 @@ Writes (once, then reuses) a synthetic history of `ops` lines
 (`bench.engines.jsonl_history.generate_jsonl`, 1000 keys), converts it the way
 `harness check --engine spark` does (`parquet.write_run` over `iter_jsonl`,
 block-wise) in a child process of its own (so its peak RSS is its own), and
-in the same run measures two baselines on the first `baseline-ops` lines of
+in the same run measures a line count of the whole file (every line read,
+nothing parsed: the floor of any conversion) and two baselines on the first `baseline-ops` lines of
 the same file: the op-by-op reference conversion (orjson + Flattener, what
 ran before) and a plain `for line in f: json.loads(line)` read; and, as the
 option not taken, Arrow's multithreaded JSON reader parsing those lines
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # `bench.engines` when run as a script
 
 
 def child(mode: str, path: str, out_dir: str, limit: int) -> dict:
@@ -54,6 +56,11 @@ def child(mode: str, path: str, out_dir: str, limit: int) -> dict:
                             ("f", pa.string())])
         options = arrow_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
         ops = arrow_json.read_json(io.BytesIO(data), parse_options=options).num_rows
+    elif mode == "lines":  # every line read, nothing parsed (the whole file)
+        ops = 0
+        with open(path, "rb") as handle:
+            for _line in handle:
+                ops += 1
     else:  # json.loads of each line, nothing else
         ops = 0
         with open(path, "rb") as handle:
@@ -104,6 +111,7 @@ def main() -> None:
     if args.generate_only:
         print(json.dumps(report, indent=1))
         return
+    report["baseline_line_count"] = measure("lines", path, out / "none", 0)
     report["convert"] = measure("convert", path, out / "parquet", 0)
     report["baseline_reference"] = measure("reference", path, out / "parquet-ref", args.baseline_ops)
     report["baseline_json_loads"] = measure("json", path, out / "none", args.baseline_ops)
@@ -111,6 +119,9 @@ def main() -> None:
     speed = report["convert"]["ops_per_s"]
     report["speedup_vs_reference"] = round(speed / report["baseline_reference"]["ops_per_s"], 2)
     report["speedup_vs_json_loads"] = round(speed / report["baseline_json_loads"]["ops_per_s"], 2)
+    for unit in ("seconds", "cpu_seconds"):
+        report[f"convert_to_line_count_{unit}"] = round(
+            report["convert"][unit] / max(report["baseline_line_count"][unit], 0.01), 1)
     shutil.rmtree(out / "parquet-ref", ignore_errors=True)
     print(json.dumps(report, indent=1))
 

@@ -5,7 +5,8 @@
 Reports, per repetition, the time to read every file (`history.formats`,
 the fast path for Jepsen's flat op maps) and to check it (WGL, the model of
 tests/data/README.md), beside the same-run baseline: the same files read by
-edn_format (`_read_edn_slow`). Wall and CPU seconds, and the load average:
+edn_format (`_read_edn_slow`), and the Python fast path alone (`_fast_edn`, what
+read them before the C pass of history/native.c). Wall and CPU seconds, and the load average:
 the machine is shared, and CPU seconds are what a quiet machine would take.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from history.formats import _read_edn_slow, read_history
+from history.formats import _fast_edn, _read_edn_slow, read_history
 from checkers.linear import check_ops
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "knossos"
@@ -41,6 +42,7 @@ def once(files: list[Path]) -> dict:
     ops, read_wall, read_cpu = timed(lambda: [read_history(f) for f in files])
     _res, check_wall, check_cpu = timed(lambda: [check_ops(o, model_for(f)) for o, f in zip(ops, files)])
     base, base_wall, base_cpu = timed(lambda: [_read_edn_slow(str(f), f.read_text()) for f in files])
+    _py, py_wall, py_cpu = timed(lambda: [_fast_edn(f.read_bytes()) for f in files])
     assert base == ops, "the fast path and edn_format disagree"
     return {"ops": sum(map(len, ops)), "files": len(files),
             "read_s": round(read_wall, 3), "check_s": round(check_wall, 3),
@@ -50,6 +52,8 @@ def once(files: list[Path]) -> dict:
             "baseline_edn_format_read_s": round(base_wall, 3),
             "baseline_edn_format_read_cpu_s": round(base_cpu, 3),
             "read_speedup_cpu": round(base_cpu / read_cpu, 1),
+            "python_fast_path_read_cpu_s": round(py_cpu, 3),
+            "read_speedup_cpu_vs_python_fast_path": round(py_cpu / read_cpu, 1),
             "read_ops_per_s": round(sum(map(len, ops)) / read_wall),
             "read_ops_per_cpu_s": round(sum(map(len, ops)) / read_cpu),
             "load_avg_1m": round(os.getloadavg()[0], 1)}

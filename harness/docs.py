@@ -44,6 +44,8 @@ def _option_row(param, ctx) -> list[object] | None:
 
 def _command_section(path: list[str], command) -> list[str]:
     title = " ".join(path)
+    if hasattr(command, "fill_registry_help"):  # harness.cli.RegistryHelp: names filled in when shown
+        command.fill_registry_help()
     out = [f"## `{title}`\n", (command.help or "").strip() + "\n"]
     ctx = command.context_class(command, info_name=title)
     out.append(f"```\nusage: {title} {' '.join(command.collect_usage_pieces(ctx))}\n```\n")

@@ -15,6 +15,8 @@ fed to the reference code can alternate in any order and give its rows.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 import pyarrow as pa
 
@@ -185,21 +187,28 @@ class RunFlattener(ColumnFlattener):
         return seg_session
 
     def _seq(self, session: np.ndarray, key: np.ndarray) -> np.ndarray:
-        """Each read's position in its (session, key) stream, continuing self.streams."""
-        order = np.lexsort((np.arange(len(key)), key, session))
+        """Each read's position in its (session, key) stream, continuing self.streams.
+
+        The streams' counts are looked up and updated a session at a time with
+        `map(dict.get)` / `dict.update` over key lists (C loops): a Python
+        statement per stream was the conversion's largest Python cost.
+        """
+        if not len(key):
+            return np.zeros(0, np.int64)
+        order = np.lexsort((key, session))  # stable: reads keep their order within a stream
         s, k = session[order], key[order]
         new = np.ones(len(order), bool)
         new[1:] = (s[1:] != s[:-1]) | (k[1:] != k[:-1])
         starts = np.flatnonzero(new)
         sizes = np.diff(np.append(starts, len(order)))
+        stream_s, stream_k = s[starts], k[starts]
+        cut = np.flatnonzero(np.diff(stream_s)) + 1
         base = np.zeros(len(starts), np.int64)
-        session_of, counts = None, {}
-        for g, (stream_s, stream_k, size) in enumerate(zip(s[starts].tolist(), k[starts].tolist(),
-                                                          sizes.tolist())):
-            if stream_s != session_of:
-                session_of, counts = stream_s, self.streams.of(stream_s)
-            base[g] = before = counts.get(stream_k, 0)
-            counts[stream_k] = before + size
+        for lo, hi in zip([0] + cut.tolist(), cut.tolist() + [len(starts)]):
+            counts = self.streams.of(int(stream_s[lo]))
+            keys = stream_k[lo:hi].tolist()
+            base[lo:hi] = list(map(counts.get, keys, repeat(0, hi - lo)))
+            counts.update(zip(keys, (base[lo:hi] + sizes[lo:hi]).tolist()))
         seq = np.empty(len(order), np.int64)
         seq[order] = np.repeat(base - starts, sizes) + np.arange(len(order))
         return seq

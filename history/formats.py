@@ -414,6 +414,33 @@ def _fast_edn(text: str | bytes) -> list[dict] | None:
         forms = _edn_json_arrays(code, strings)
     if forms is None:
         return None
+    return _flat_ops(forms, head, maps)
+
+
+def _native_edn(data: bytes) -> list[dict] | None:
+    """The ops of a flat Jepsen history through the C rewrite (history/native.c: the
+    passes of `_fast_edn` in one, ~2x less CPU on the Knossos corpus); None when it
+    does not apply (no library, anything but flat op maps, a leading comment)."""
+    from history import native
+
+    converted = native.edn_json(data)
+    if converted is None:
+        return None
+    code, maps = converted
+    head = data.lstrip(b" \t\r\n,")[:1]
+    if head == b";":
+        return None
+    try:
+        forms = orjson.loads(code)
+    except orjson.JSONDecodeError:
+        return None
+    return _flat_ops(forms, head, maps)
+
+
+def _flat_ops(forms: list, head: bytes, maps: int) -> list[dict] | None:
+    """The decoded forms as ops, when they are a sequence (or one vector or list) of
+    op maps and nothing else; `head` is the file's first byte of code, `maps` its
+    number of maps."""
     if head in (b"[", b"("):  # one vector or list of ops
         if len(forms) != 1 or type(forms[0]) is not list:
             return None
@@ -517,7 +544,9 @@ def _pairs(form: Any) -> dict | None:
 def _read_edn(path: str) -> list[dict]:
     with open(path, "rb") as handle:
         data = handle.read()
-    fast = _fast_edn(data)
+    fast = _native_edn(data)
+    if fast is None:
+        fast = _fast_edn(data)
     if fast is not None:
         return fast
     return _read_edn_slow(path, data.decode("utf-8"))

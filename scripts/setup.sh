@@ -13,7 +13,8 @@ say() { echo "setup: $*" >&2; }
 # fuse3 + libfuse3-3: lazyfs (power faults); libfaketime: clock faults; iproute2 has tc (packet faults)
 # nats-server: the NATS JetStream system under test (systems/nats)
 # maven: Kafka's jars from Maven Central (systems/kafka/setup.sh); the JDK's javac builds Kafka's Java client
-DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless openjdk-17-jdk-headless chromium fuse3 libfuse3-3 libfaketime nats-server maven)
+# gcc: the history.jsonl scan's C pass (scripts/build_native.sh)
+DEBS=(iproute2 iptables procps psmisc python3 python3-venv openjdk-17-jre-headless openjdk-17-jdk-headless chromium fuse3 libfuse3-3 libfaketime nats-server maven gcc)
 missing=()
 for p in "${DEBS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -43,9 +44,13 @@ want="$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c "import harness" 2>/dev/null; then
     say "pip install -c requirements.lock -e .[test,bench]"
     .venv/bin/pip install -q --upgrade pip >/dev/null
-    .venv/bin/pip install -q -c requirements.lock -e ".[test,bench]"
+    # --no-compile: pip byte-compiled every installed module (pyspark's thousands) in one
+    # process, 58 CPU-s of the install against 26 without (measured, load 12); Python
+    # compiles the modules a command imports on first use instead.
+    .venv/bin/pip install -q --no-compile -c requirements.lock -e ".[test,bench]"
     echo "$want" > "$stamp"
 fi
+bash scripts/build_native.sh
 # nats-server releases besides Debian's (system option `version`): NATS_VERSIONS="2.10.22 2.12.1"
 # installs them now with go install (scripts/nats-server.sh); a run that names another one installs it then.
 for v in ${NATS_VERSIONS:-}; do

@@ -76,7 +76,7 @@ def ensure_built(version: str) -> str:
         raise JavaClientUnavailable(f"Maven Central does not serve org.apache.kafka:kafka-clients:{version}"
                                     f"{': ' + why[:160] if why else ''}; pick a served version, e.g. "
                                     f"--option client_version=4.1.1")
-    proc = subprocess.run([javac, "-nowarn", "-d", str(tmp / "classes"), "-cp", str(tmp / "lib" / "*"),
+    proc = subprocess.run([javac, "-J-XX:TieredStopAtLevel=1", "-nowarn", "-d", str(tmp / "classes"), "-cp", str(tmp / "lib" / "*"),
                            *map(str, sorted(SOURCE_DIR.glob("*.java")))], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
