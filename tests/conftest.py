@@ -75,7 +75,7 @@ def tiers_of(item) -> set[str]:
 # meet. A module goes whole to one stream, so its module fixtures run once. Without
 # `--stream`, every test runs, one after another.
 IN_PROCESS_TIERS = {"unit", "spark"}
-REAL_SYSTEM_DIRS = ("tests/kafka/", "tests/nats/", "tests/docker/")
+REAL_SYSTEM_DIRS = ("tests/kafka/", "tests/nats/", "tests/docker/")  # scripts/test.sh names them too
 STREAMS = ("in-process", "spark", "cluster", "real-systems")
 
 
