@@ -62,18 +62,21 @@ def tiers_of(item) -> set[str]:
     return {m.name for m in item.iter_markers() if m.name in TIERS}
 
 
-# The three streams of scripts/test.sh (`--stream`), which run at once: the modules whose
+# The four streams of scripts/test.sh (`--stream`), which run at once: the modules whose
 # every test is in-process (tiers unit and spark), at a lower CPU priority, take the CPU
-# that the cluster tests leave idle while they wait on faults; the cluster modules (root,
-# docker, browser tiers) are split in two, the real systems' (tests/kafka, tests/nats,
+# that the cluster tests leave idle while they wait on faults; they are split in two, the
+# modules with a Spark test (`spark`: one JVM, two cores) and the rest (`in-process`: one
+# core each), so that whichever ends last does not leave a core idle (one in-process
+# stream ran on one core for its last two minutes). The cluster modules (root, docker,
+# browser tiers) are split in two, the real systems' (tests/kafka, tests/nats,
 # tests/docker: JVMs, NATS servers, containers) and the rest (the replica model on
 # namespaces, campaigns, reports), each a sequence of its own (one stream took 22 min,
 # mostly waiting). Every cluster test names its own subnet or run id, so the two do not
 # meet. A module goes whole to one stream, so its module fixtures run once. Without
 # `--stream`, every test runs, one after another.
 IN_PROCESS_TIERS = {"unit", "spark"}
-REAL_SYSTEM_DIRS = ("tests/kafka/", "tests/nats/", "tests/docker/")
-STREAMS = ("in-process", "cluster", "real-systems")
+REAL_SYSTEM_DIRS = ("tests/kafka/", "tests/nats/", "tests/docker/")  # scripts/test.sh names them too
+STREAMS = ("in-process", "spark", "cluster", "real-systems")
 
 
 def pytest_configure(config):
@@ -84,14 +87,15 @@ def pytest_configure(config):
 
 def pytest_addoption(parser):
     parser.addoption("--stream", choices=STREAMS, default=None,
-                     help="only the in-process modules (unit and Spark tiers), only the real systems' cluster "
-                          "modules (tests/kafka, tests/nats, tests/docker) or only the other cluster modules "
-                          "(scripts/test.sh runs the three at once)")
+                     help="only the in-process modules without a Spark test (unit tier), only those with "
+                          "one (unit and spark tiers), only the real systems' cluster modules (tests/kafka, "
+                          "tests/nats, tests/docker) or only the other cluster modules (scripts/test.sh runs "
+                          "the four at once)")
 
 
 def stream_of(module: str, module_tiers: set[str]) -> str:
     if module_tiers <= IN_PROCESS_TIERS:
-        return "in-process"
+        return "spark" if "spark" in module_tiers else "in-process"
     return "real-systems" if module.startswith(REAL_SYSTEM_DIRS) else "cluster"
 
 

@@ -7,7 +7,10 @@ spark driver"}`, never absent. A driver module has
 
 - `check(job: SparkJob) -> {run: result}`, called in its own thread, and
 - optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark.flags)
-  that join the one shared flag job; `job.top()` is its collected answer.
+  that join the one shared flag job; `job.top()` is its collected answer;
+- optionally `SETTLED = True`: it calls `job.settled()`, so that job starts at once
+  beside the others (a check without such a driver, e.g. of transactions only,
+  never runs it).
 
 Input: Parquet run dirs written by `history.parquet` (each row tagged with its
 run name). The tables of `checkers.spark.tables` are built (their per-key facts
@@ -23,7 +26,9 @@ plans or collects, and the Python search works while the JVM does.
 from __future__ import annotations
 
 import importlib
+import os
 import time
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -32,6 +37,15 @@ from harness import registry
 
 NO_DRIVER = {"valid": "unknown", "note": "no spark driver"}
 NO_RESULT = {"valid": "unknown", "note": "its spark driver gave no result for this run"}
+
+# Small inputs run interpreted. A check is ~56 short jobs; on a few thousand rows, compiling
+# each stage's generated code (Janino, then the JIT on the new classes) costs more than it
+# saves. Measured on two tiny stores (tests/data/stores), JVM CPU-s, load ~10: the first
+# check in a JVM 68-70 compiled, 53 interpreted; a warm check 25-28 compiled, 20 interpreted
+# (whole-stage codegen alone off: 22). Large inputs keep compiled code, where it pays.
+# CHECKERS_SPARK_INTERPRETED_ROWS moves the threshold (0: always compiled).
+INTERPRETED_ROWS = 200_000
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @dataclass
@@ -51,6 +65,10 @@ class SparkJob:
 
     def settled(self) -> tuple[list, float]:
         """The collected rows of `settled_keys` and the seconds they took."""
+        if self._settled is None:  # no driver declared SETTLED: compute it on demand
+            from checkers.spark.sequential import settled_keys
+
+            return _timed(lambda: settled_keys(self.tables).collect())
         return self._settled.result()
 
 
@@ -79,11 +97,8 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     ready (they overlap). names: run only these checkers (checkers.applicable; default: those of a
     history of the default workload without transactions).
     """
-    from checkers.log_anomalies import MAX_EXAMPLES
-    from checkers.spark.flags import top_flags
-    from checkers.spark.sequential import settled_keys
     from checkers.spark.session import spark_session
-    from checkers.spark.tables import Tables
+    from checkers.spark.tables import input_rows
 
     started = time.monotonic()
     if names is None:  # a history of the default workload, without transactions
@@ -93,11 +108,22 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     found = drivers(names)
     active = {name: driver for name, driver in found.items() if driver is not None}
     spark = spark or spark_session(master)
+    with _execution_mode(spark, input_rows(run_dirs)):
+        return _check(spark, run_dirs, runs, complete, time_limit, timings, found, active, started)
+
+
+def _check(spark, run_dirs, runs, complete, time_limit, timings, found, active, started) -> dict[str, dict]:
+    from checkers.log_anomalies import MAX_EXAMPLES
+    from checkers.spark.flags import top_flags
+    from checkers.spark.sequential import settled_keys
+    from checkers.spark.tables import Tables
+
     tables = Tables(spark, run_dirs, runs)
     beside = ThreadPoolExecutor(len(active) + 1, thread_name_prefix="beside")
     job = SparkJob(tables, list(runs), dict(complete or {}), time_limit)
     try:
-        job._settled = beside.submit(_timed, lambda: settled_keys(tables).collect())
+        if any(getattr(driver, "SETTLED", False) for driver in active.values()):
+            job._settled = beside.submit(_timed, lambda: settled_keys(tables).collect())
         answers = {name: beside.submit(_stamped, driver.check, job) for name, driver in active.items()}
         try:
             flags = [f for driver in active.values() if hasattr(driver, "flags") for f in driver.flags(tables)]
@@ -117,6 +143,27 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     return {run: {name: done[name][1].get(run, dict(NO_RESULT)) if name in done else dict(NO_DRIVER)
                   for name in found}
             for run in runs}
+
+
+@contextmanager
+def _execution_mode(spark, rows: int):
+    """Interpreted expressions for the check of `rows` input rows if that is few (INTERPRETED_ROWS);
+    the session's settings are put back after it."""
+    limit = int(os.environ.get("CHECKERS_SPARK_INTERPRETED_ROWS", INTERPRETED_ROWS))
+    if rows > limit:
+        yield
+        return
+    before = {key: spark.conf.get(key, None) for key in INTERPRETED}
+    for key, value in INTERPRETED.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _timed(work) -> tuple:

@@ -137,6 +137,9 @@ def settle(tables: Tables, order: list | None = None
     return {run: tuple(entry) for run, entry in summary.items()}, searched
 
 
+SETTLED = True  # check() uses job.settled() (checkers.spark.engine)
+
+
 def check(job) -> dict[str, dict]:
     """The linearizability checker's Spark driver (checkers.spark.engine)."""
     return check_runs(job.tables, job.time_limit, job.settled())

@@ -175,6 +175,9 @@ def send_order(tables: Tables, unstepped: set[int] | None = None) -> DataFrame |
                  "c": F.when(is_late, F.col("offset"))})
 
 
+SETTLED = True  # check() uses job.settled() (checkers.spark.engine)
+
+
 def check(job) -> dict[str, dict]:
     """The log checker's Spark driver (checkers.spark.engine): `flags` join the shared
     flag job; the send-order kinds are flagged here, only on the keys whose

@@ -27,6 +27,7 @@ per-key facts K (all cached).
 from __future__ import annotations
 
 import functools
+import threading
 
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
@@ -88,6 +89,17 @@ def value_text(vid: str = "vid", vtext: str = "vtext", text: str = "text"):
     return F.when(~F.col(vtext), F.col(vid).cast("string")).otherwise(F.col(text))
 
 
+def _built_once(method):
+    """A property computed on first use, once even when drivers' threads ask at once."""
+    @functools.wraps(method)
+    def get(self):
+        with self._building:
+            if method.__name__ not in self.__dict__:
+                self.__dict__[method.__name__] = method(self)
+            return self.__dict__[method.__name__]
+    return property(get)
+
+
 class Tables:
     """The inputs of one check of many runs, and their cached per-key facts."""
 
@@ -108,23 +120,55 @@ class Tables:
         self.ends = self._keyed("ends").select("k", "end_offset", "invoke_index",
                                                "complete_index", "absent").cache()
         self._cached: list[DataFrame] = [self.every_replica, self.ends]
-        self.triples = self._cache(_triples(self.sends(), self.reads(), self.records()))
-        # One scan of T, a row per key: runs with any observation (the log checker checked
-        # something), any text value, and keys acknowledged to (a run with one that the final
-        # phase did not read to its end is unfinished).
-        per_key = self.triples.groupBy("k").agg(
+        self._building = threading.RLock()  # drivers ask for the facts from their own threads
+
+    # -- the log checkers' facts, built (and cached) on first use: a check of transactions
+    # only reads the raw tables, and building these took about half of its JVM CPU
+    # (bench/txn_check.py, 100k transactions: 41 CPU-s warm with them, see docs/performance.md).
+
+    @_built_once
+    def triples(self) -> DataFrame:
+        return self._cache(_triples(self.sends(), self.reads(), self.records()))
+
+    @_built_once
+    def _per_key(self) -> list:
+        """One scan of T, a row per key: runs with any observation (the log checker checked
+        something), any text value, and keys acknowledged to (a run with one that the final
+        phase did not read to its end is unfinished)."""
+        return self.triples.groupBy("k").agg(
             F.max("obs").alias("observed"), F.max(F.col("vtext").cast("byte")).alias("text"),
             F.max(F.col("ack_index").isNotNull().cast("byte")).alias("acked")).collect()
+
+    @_built_once
+    def has_text(self) -> bool:
+        return any(row["text"] for row in self._per_key)
+
+    @_built_once
+    def observed(self) -> set[str]:
+        return {self.runs[run_id(row["k"])] for row in self._per_key if row["observed"]}
+
+    @_built_once
+    def unfinished(self) -> set[str]:
         ended = {row["k"] for row in self.ends.select("k").collect()}
-        self.has_text = any(row["text"] for row in per_key)
-        self.observed = {runs[run_id(row["k"])] for row in per_key if row["observed"]}
-        self.unfinished = {runs[run_id(row["k"])] for row in per_key
-                           if row["acked"] and row["k"] not in ended}
-        self.dumped = {runs[row["rid"]] for row in
-                       self.replicas.select(run_of(F.col("k")).alias("rid")).distinct().collect()}
-        self.offsets = self._cache(_offset_facts(self.triples))
-        self.values = self._cache(_value_facts(self.triples))
-        self.keys = self._cache(_key_facts(self.offsets, self.replicas))
+        return {self.runs[run_id(row["k"])] for row in self._per_key
+                if row["acked"] and row["k"] not in ended}
+
+    @_built_once
+    def dumped(self) -> set[str]:
+        return {self.runs[row["rid"]] for row in
+                self.replicas.select(run_of(F.col("k")).alias("rid")).distinct().collect()}
+
+    @_built_once
+    def offsets(self) -> DataFrame:
+        return self._cache(_offset_facts(self.triples))
+
+    @_built_once
+    def values(self) -> DataFrame:
+        return self._cache(_value_facts(self.triples))
+
+    @_built_once
+    def keys(self) -> DataFrame:
+        return self._cache(_key_facts(self.offsets, self.replicas))
 
     def _cache(self, frame: DataFrame) -> DataFrame:
         frame = frame.persist(CACHE_LEVEL)
@@ -205,7 +249,7 @@ class Tables:
             F.coalesce(F.col("offset") < F.col("hw"), F.lit(False)).alias("committed"),
             (~F.coalesce(F.col("past"), F.lit(False))).alias("held")))
 
-    @functools.cached_property
+    @_built_once
     def suspect_streams(self) -> DataFrame | None:
         """(k, session) read streams that are not one run of consecutive offsets, or None for
         all (more than SUSPECT_STREAMS_LIMIT). Computed once: the poll-order check walks only
@@ -224,7 +268,7 @@ class Tables:
             return None
         return self.spark.createDataFrame(suspects, "k bigint, session bigint")
 
-    @functools.cached_property
+    @_built_once
     def texts(self) -> DataFrame | None:
         """(k, vid, vtext) -> text of every non-integer value (cached), or None when all are
         integers (then no input is scanned for texts)."""

@@ -35,32 +35,48 @@ VALUE = ["rid", "k", "vid", "vtext"]
 
 
 class Parts:
-    """The DataFrames of one check (built once, shared by flags and check); the writers,
-    transactions and pairs that every later job reads are cached (released with the tables)."""
+    """The DataFrames of one check (built once, shared by flags and check).
+
+    Why this shape (measured, bench/txn_check.py; docs/performance.md): the sends and
+    reads are read from Parquet once, hash-partitioned by `k` (run and key) and cached,
+    so every later aggregation, join and window on a value (rid, k, vid, vtext), an
+    offset (rid, k, offset) or a key runs on that partitioning without another shuffle
+    (`spark.sql.requireAllClusterKeysForCoPartition` is off); only the per-transaction
+    steps (rid, txn) and the process order shuffle. A history of few keys puts each
+    key's rows in one task: the bench's histories have 1,000 keys.
+    """
 
     _instances: dict[int, "Parts"] = {}
     _lock = threading.Lock()  # flags (the main thread) and check (its own) ask at once
 
     def __init__(self, tables: Tables) -> None:
-        raw_sends, raw_reads = tables.raw("sends"), tables.raw("reads")
-        self.sends = raw_sends.select(*VALUE, "key", "value", "offset", _code().alias("type"), "process",
-                                      F.col("invoke_index").alias("txn"), "complete_index")
-        self.reads = raw_reads.select(*VALUE, "key", "value", "offset", "process",
-                                      F.col("invoke_index").alias("txn"), F.col("index").alias("complete_index"))
+        def keyed(frame):
+            return frame.repartition(tables.width, "k")
+
+        self.sends = tables._cache(keyed(tables.raw("sends").select(
+            *VALUE, "key", "value", "offset", _code().alias("type"), "process",
+            F.col("invoke_index").alias("txn"), "complete_index")))
+        self.reads = tables._cache(keyed(tables.raw("reads").select(
+            *VALUE, "key", "value", "offset", "process", F.col("invoke_index").alias("txn"),
+            F.col("index").alias("complete_index"))))
         first = F.min(F.struct("txn", "type", "offset"))
         self.writers = tables._cache(self.sends.groupBy(*VALUE).agg(first.alias("w"), F.min("key").alias("key"),
                                                        F.min("value").alias("value"))
                         .select(*VALUE, "key", "value", F.col("w.txn").alias("w"), F.col("w.type").alias("wtype"),
                                 F.when(F.col("w.type") == OK, F.col("w.offset")).alias("woffset")))
         self.read_values = self.reads.select(*VALUE).distinct()
+        self.readers = self.reads.select(*VALUE, F.col("txn").alias("r")).distinct()
         txns = (self.sends.select("rid", "txn", "type", "process", "complete_index")
                 .unionByName(self.reads.select("rid", "txn", F.lit(OK).alias("type"), "process",
                                                "complete_index")))
-        proven = (self.writers.where(F.col("wtype") == INFO).join(self.read_values, VALUE)
-                  .select("rid", F.col("w").alias("txn")).distinct().withColumn("proven", F.lit(True)))
+        # info transactions one of whose values was read: few rows (only info writers join),
+        # broadcast to the transactions (a sort-merge join sorted every transaction: measured
+        # the largest cached part)
+        self.proven = (self.writers.where(F.col("wtype") == INFO).join(self.read_values, VALUE)
+                       .select("rid", F.col("w").alias("txn")).distinct().withColumn("proven", F.lit(True)))
         self.txns = tables._cache(txns.groupBy("rid", "txn").agg(F.min("type").alias("type"), F.min("process").alias("process"),
                                                     F.max("complete_index").alias("complete"))
-                     .join(proven, ["rid", "txn"], "left")
+                     .join(F.broadcast(self.proven), ["rid", "txn"], "left")
                      .withColumn("proven", F.coalesce(F.col("proven"), F.lit(False)))
                      .withColumn("committed", (F.col("type") == OK) | F.col("proven")))
         self.pairs = tables._cache(self.reads.select(*VALUE, "key", "value", "offset")
@@ -68,6 +84,9 @@ class Parts:
                                    .join(self.writers.select(*VALUE, "w"), VALUE)
                                    .where(F.col("txn") == F.col("w")).select(*VALUE, "key", "value", "offset"))
                       .distinct())
+        # values per offset: a count, not a list (a list per offset cost an object
+        # aggregation over every pair; the lists are gathered for the few offsets with two)
+        self.at_offset = self.pairs.groupBy("rid", "k", "offset").agg(F.count("*").alias("n"))
 
     @classmethod
     def of(cls, tables: Tables) -> "Parts":
@@ -80,16 +99,18 @@ class Parts:
 def flags(tables: Tables) -> list[DataFrame]:
     """The non-cycle findings as flag rows; sort columns as the in-process examples' `sort`."""
     parts = Parts.of(tables)
-    at_offset = parts.pairs.groupBy("rid", "k", "key", "offset").agg(
+    shared = parts.at_offset.where(F.col("n") > 1).select("rid", "k", "offset")
+    at_offset = parts.pairs.join(shared, ["rid", "k", "offset"]).groupBy("rid", "k", "key", "offset").agg(
         F.count("*").alias("n"), F.collect_list("value").alias("values"))
-    inconsistent = flag(at_offset.where(F.col("n") > 1), "txn-inconsistent-offsets", ["key", "offset", "values"],
+    inconsistent = flag(at_offset, "txn-inconsistent-offsets", ["key", "offset", "values"],
                         {"a": F.col("key"), "b": F.col("offset")})
-    by_value = parts.pairs.groupBy(*VALUE, "key").agg(F.min("value").alias("value"),
-                                                      F.collect_set("offset").alias("offsets"))
-    duplicate = flag(by_value.where(F.size("offsets") > 1), "txn-duplicate", ["key", "value", "offsets"],
+    spread = (parts.pairs.groupBy(*VALUE).agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+              .where(F.col("lo") != F.col("hi")).select(*VALUE))
+    by_value = parts.pairs.join(spread, VALUE).groupBy(*VALUE, "key").agg(
+        F.min("value").alias("value"), F.collect_set("offset").alias("offsets"))
+    duplicate = flag(by_value, "txn-duplicate", ["key", "value", "offsets"],
                      {"a": F.col("key"), "b": F.array_min("offsets")})
-    readers = parts.reads.select(*VALUE, F.col("txn").alias("r")).distinct()
-    read = parts.writers.join(readers, VALUE)
+    read = parts.writers.join(parts.readers, VALUE)
     aborted = (read.where(F.col("wtype") == FAIL).groupBy(*VALUE, "key", "value", "w")
                .agg(F.slice(F.array_sort(F.collect_set("r")), 1, 9).alias("readers"))
                .withColumn("ops", F.concat(F.array("w"), F.col("readers"))))
@@ -102,8 +123,12 @@ def flags(tables: Tables) -> list[DataFrame]:
     precommitted = flag(own, "precommitted-read", ["key", "values", "ops"], {"a": F.col("w"), "b": F.col("key")})
     max_read = parts.reads.groupBy("rid", "k").agg(F.max("offset").alias("max_read_offset"))
     ended = tables.ends.select("k", F.lit(True).alias("ended"))
+    # committed writers: an ok writer's transaction is committed; only the others (few)
+    # are joined with the transactions, broadcast (no sort of every transaction)
+    unread = parts.writers.join(parts.read_values, VALUE, "left_anti")
     committed = parts.txns.where("committed").select("rid", F.col("txn").alias("w"))
-    unread = (parts.writers.join(committed, ["rid", "w"]).join(parts.read_values, VALUE, "left_anti")
+    unread = (unread.where(F.col("wtype") == OK)
+              .unionByName(committed.join(F.broadcast(unread.where(F.col("wtype") != OK)), ["rid", "w"]))
               .join(max_read, ["rid", "k"], "left").join(ended, "k", "left"))
     lost = F.when(F.col("woffset").isNotNull(),
                   F.coalesce(F.col("woffset") <= F.col("max_read_offset"), F.lit(False))) \
@@ -115,17 +140,17 @@ def flags(tables: Tables) -> list[DataFrame]:
 
 
 def edges(parts: Parts) -> DataFrame:
-    """rid, src, dst, kind of every ww, wr and process edge (distinct)."""
-    at_offset = parts.pairs.groupBy("rid", "k", "offset").agg(F.count("*").alias("n"))
-    single = parts.pairs.join(at_offset.where(F.col("n") == 1).select("rid", "k", "offset"), ["rid", "k", "offset"])
+    """rid, src, dst, kind of every ww, wr and process edge (duplicates and self-edges are
+    dropped by `Graph`, on the driver: a distinct here cost a shuffle of every edge)."""
+    single = parts.pairs.join(parts.at_offset.where(F.col("n") == 1).select("rid", "k", "offset"),
+                              ["rid", "k", "offset"])
     clean = single.groupBy(*VALUE).agg(F.min("offset").alias("offset"))
     ordered = clean.join(parts.writers.select(*VALUE, "w", "wtype"), VALUE, "left")
     in_key = Window.partitionBy("rid", "k").orderBy("offset")
     ww = (ordered.withColumn("pw", F.lag("w").over(in_key)).withColumn("pt", F.lag("wtype").over(in_key))
           .where(F.col("pw").isNotNull() & F.col("w").isNotNull() & (F.col("pt") != FAIL) & (F.col("wtype") != FAIL))
           .select("rid", F.col("pw").alias("src"), F.col("w").alias("dst"), F.lit(WW).alias("kind")))
-    readers = parts.reads.select(*VALUE, F.col("txn").alias("r")).distinct()
-    wr = (parts.writers.where(F.col("wtype") != FAIL).join(readers, VALUE).where(F.col("r") != F.col("w"))
+    wr = (parts.writers.where(F.col("wtype") != FAIL).join(parts.readers, VALUE).where(F.col("r") != F.col("w"))
           .select("rid", F.col("w").alias("src"), F.col("r").alias("dst"), F.lit(WR).alias("kind")))
     graph_txns = parts.txns.where(F.col("type") != FAIL)
     in_process = Window.partitionBy("rid", "process").orderBy("txn")
@@ -133,7 +158,7 @@ def edges(parts: Parts) -> DataFrame:
                .withColumn("pt", F.lag("type").over(in_process))
                .where(F.col("pt") == OK)
                .select("rid", F.col("prev").alias("src"), F.col("txn").alias("dst"), F.lit(PROCESS).alias("kind")))
-    return ww.unionByName(wr).unionByName(process).where(F.col("src") != F.col("dst")).distinct()
+    return ww.unionByName(wr).unionByName(process)
 
 
 def check(job) -> dict:
