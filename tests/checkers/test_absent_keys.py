@@ -60,6 +60,7 @@ def test_without_the_marker_the_kernels_verdict_stands(tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(1200)  # often the stream's first Spark test: the JVM's start and first check, on a loaded machine
 def test_both_engines_count_a_gone_key_the_same(spark, tmp_path):
     """The absent column of the end rows is counted by the Spark driver as by the kernel,
     with and without the marker (both stores in one Spark job, as a campaign is checked).

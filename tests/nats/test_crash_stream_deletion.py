@@ -30,6 +30,11 @@ def _scenario(tmp_path, name: str, subnet: str):
     assert "{" in out.stdout, out.stderr[-2000:]
     results = json.loads(out.stdout[out.stdout.index("{"):])
     store = Path(results["store"])
+    if "scenario" not in results:  # pytest.fail: an assertion's message is cut to a line
+        log = store / "harness.log"
+        tail = log.read_text()[-3000:] if log.is_file() else "(no harness.log)"
+        pytest.fail(f"{name}: exit {out.returncode}, {results.get('error')}; stderr:\n{out.stderr[-3000:]}\n"
+                    f"harness.log:\n{tail}")
     return out, results, store
 
 

@@ -44,7 +44,7 @@ def test_version(tmp_path):
 
 @pytest.mark.parametrize("args,words", [
     (["scenario", "hw-data-loss", "--backend", "dockr"], ["--backend", "dockr", "netns"]),
-    (["run", "--nodes", "abc"], ["--nodes", "integer"]),
+    (["run", "--nodes", "abc"], ["--nodes", "abc", "int"]),  # typer: "not a valid int(eger)"
     (["run", "--backend", "dockr"], ["--backend", "dockr"]),
     (["check", "x", "--engine", "sprak"], ["--engine", "sprak", "spark"]),
     (["--log-level", "loud", "cleanup"], ["--log-level", "loud", "debug"]),
