@@ -30,7 +30,7 @@ def test_a_later_line_without_its_own_list_uses_the_nearest_below():
 
 def test_options_are_checked_before_any_host():
     with pytest.raises(Exception) as e:
-        SYSTEM.parse_options({"version": "3.9.0"})
+        SYSTEM.parse_options({"version": "3.8.1"})
     assert "4.0.0 or later" in str(e.value)
     with pytest.raises(Exception):
         SYSTEM.parse_options({"fsync": "sometimes"})
