@@ -19,7 +19,10 @@ if [ ! -x "$bin" ]; then
     command -v go >/dev/null || { echo "nats-server.sh: go is not installed (needed for nats-server $v)" >&2; exit 2; }
     mkdir -p "$dir"
     echo "nats-server.sh: go install github.com/nats-io/nats-server/v2@v$v" >&2
-    GOPATH="$PWD/build/nats/gopath" GOMODCACHE="$PWD/build/nats/gopath/pkg/mod" GOBIN="$dir/bin" \
-        GOFLAGS=-mod=mod CGO_ENABLED=0 nice go install "github.com/nats-io/nats-server/v2@v$v" >&2
+    # Go's own module and build caches (per user, like Maven's ~/.m2): a module cache inside the
+    # checkout put the sources at a new path in every clone, so nothing of the build cache was
+    # reused (a clean clone's suite compiled two releases: 88 CPU-s); from the shared ones a
+    # release already built elsewhere is only linked again.
+    GOBIN="$dir/bin" GOFLAGS=-mod=mod CGO_ENABLED=0 nice go install "github.com/nats-io/nats-server/v2@v$v" >&2
 fi
 echo "$bin"
