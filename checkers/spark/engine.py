@@ -98,7 +98,7 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     history of the default workload without transactions).
     """
     from checkers.spark.session import spark_session
-    from checkers.spark.tables import input_rows
+    from checkers.spark.tables import Tables, input_rows
 
     started = time.monotonic()
     if names is None:  # a history of the default workload, without transactions
@@ -108,17 +108,22 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
     found = drivers(names)
     active = {name: driver for name, driver in found.items() if driver is not None}
     spark = spark or spark_session(master)
-    with _execution_mode(spark, input_rows(run_dirs)):
-        return _check(spark, run_dirs, runs, complete, time_limit, timings, found, active, started)
+    rows = input_rows(run_dirs)
+    with _execution_mode(spark, rows):
+        done = _run_drivers(spark, Tables(spark, run_dirs, runs, rows=rows), runs, complete, time_limit, active)
+    if timings is not None:
+        timings["checkers_s"] = {name: round(at - started, 1) for name, (at, _r) in done.items()}
+    return {run: {name: done[name][1].get(run, dict(NO_RESULT)) if name in done else dict(NO_DRIVER)
+                  for name in found}
+            for run in runs}
 
 
-def _check(spark, run_dirs, runs, complete, time_limit, timings, found, active, started) -> dict[str, dict]:
+def _run_drivers(spark, tables, runs, complete, time_limit, active) -> dict[str, tuple]:
+    """{checker name: (the monotonic second its driver ended, its answer)}; releases `tables`."""
     from checkers.log_anomalies import MAX_EXAMPLES
     from checkers.spark.flags import top_flags
     from checkers.spark.sequential import settled_keys
-    from checkers.spark.tables import Tables
 
-    tables = Tables(spark, run_dirs, runs)
     beside = ThreadPoolExecutor(len(active) + 1, thread_name_prefix="beside")
     job = SparkJob(tables, list(runs), dict(complete or {}), time_limit)
     try:
@@ -131,18 +136,13 @@ def _check(spark, run_dirs, runs, complete, time_limit, timings, found, active, 
         except BaseException as e:
             job._top.set_exception(e)
             raise
-        done = {name: answer.result() for name, answer in answers.items()}
-        if timings is not None:
-            timings["checkers_s"] = {name: round(at - started, 1) for name, (at, _r) in done.items()}
+        return {name: answer.result() for name, answer in answers.items()}
     except BaseException:  # Ctrl-C or a failed job: stop the jobs of the other threads too
         spark.sparkContext.cancelAllJobs()
         raise
     finally:
         beside.shutdown(wait=True, cancel_futures=True)
         tables.release()
-    return {run: {name: done[name][1].get(run, dict(NO_RESULT)) if name in done else dict(NO_DRIVER)
-                  for name in found}
-            for run in runs}
 
 
 @contextmanager

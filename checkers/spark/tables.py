@@ -104,14 +104,15 @@ class Tables:
     """The inputs of one check of many runs, and their cached per-key facts."""
 
     def __init__(self, spark: SparkSession, run_dirs: list[str], runs: list[str],
-                 partitions: int | None = None) -> None:
+                 partitions: int | None = None, rows: int | None = None) -> None:
         self.spark = spark
         self.run_dirs = run_dirs
         self.runs = runs
         self.rids = {run: rid for rid, run in enumerate(runs)}
         self.ids = spark.createDataFrame(list(enumerate(runs)), "rid bigint, run string")
         self.width = partitions or max(int(spark.conf.get("spark.sql.shuffle.partitions")),
-                                       -(-input_rows(run_dirs) // ROWS_PER_PARTITION))
+                                       -(-(rows if rows is not None else input_rows(run_dirs))
+                                         // ROWS_PER_PARTITION))
         # Past copies (checkers.replica_diff) give their committed records to divergence
         # only: `every_replica` keeps their HWs, `replicas` is the final state.
         self.every_replica = self._keyed("replicas").select(
