@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # Short Maven runs: no C2, a serial collector (systems/kafka/install.py MAVEN_OPTS, measured there).
-export MAVEN_OPTS="${MAVEN_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
+export MAVEN_OPTS="${MAVEN_OPTS:-$(.venv/bin/python -c 'from systems.kafka.install import MAVEN_OPTS; print(MAVEN_OPTS)')}"
 v="${KAFKA_VERSION:-$(sed -n 's/^DEFAULT_VERSION = "\(.*\)"/\1/p' systems/kafka/__init__.py)}"
 tiered() {   # LocalTieredStorage (the storage module's test jar) for --option tiered=true
     jar="build/kafka/$v/tiered/kafka-storage-$v-test.jar"
