@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit $?
+source scripts/bytecode.sh
 .venv/bin/harness run --era epoch --nemesis kill,pause,partition \
     --time-limit "${DEMO_TIME_LIMIT:-60}" --seed "${DEMO_SEED:-1}" --store store "$@"
 rc=$?

@@ -11,6 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit $?
+source scripts/bytecode.sh
 
 pytest_rc() {  # exit 5 (nothing collected) counts as a failure
     if [ "$1" -eq 5 ]; then
