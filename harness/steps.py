@@ -45,6 +45,10 @@ class Workload(Protocol):
 
     async def write_parallel(self, key: int, count: int, acks: str, step: int | None) -> list[dict]: ...
 
+    # optional (a workload with transactions): one scripted transaction of the scenario's writer
+    async def txn(self, key: int, count: int, expect: str, step: int | None,
+                  coordinator_not: str | None = None) -> dict: ...
+
 
 @dataclass
 class RunContext:
@@ -140,6 +144,29 @@ class Write:
             via = await self.resolve(self.via) if self.resolve else self.via
         writes = await ctx.workload.write(self.key, self.count, self.acks, self.expect, self.index, via=via)
         return {"writes": writes, **({"via": via} if via else {})}
+
+
+@dataclass
+class Txn:
+    """One transaction of the workload's scripted transactional writer (a scenario `txn` step):
+    begin, `count` sends to key, commit; recorded as the workload's `txn` op."""
+    key: int
+    count: int = 1
+    expect: str = "ok"
+    coordinator_not: str | None = None   # a node reference: the writer's coordinator must be another node
+    resolve: Callable[[str], Awaitable[str]] | None = None
+    action: str = "txn"
+    index: int | None = None
+    id: str | None = None
+
+    async def run(self, ctx: RunContext) -> dict:
+        scripted = getattr(ctx.workload, "txn", None)
+        if scripted is None:
+            raise StepError("this run's workload has no transactions (scenario `workload: queue`)")
+        avoid = None
+        if self.coordinator_not is not None:
+            avoid = await self.resolve(self.coordinator_not) if self.resolve else self.coordinator_not
+        return await scripted(self.key, self.count, self.expect, self.index, coordinator_not=avoid)
 
 
 def label(step) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from harness import run_store
 from harness.spec import TestSpec
 from history.writer import SCENARIO
-from harness.steps import FaultStep, RunContext, Sleep, StepError, Write
+from harness.steps import FaultStep, RunContext, Sleep, StepError, Txn, Write
 from harness.sut import CHECKPOINTS, EVENTS, INSPECT, PROCESS, capabilities_of
 from nemesis.fault import NodesRequest
 from scenarios import conditions, results, roles
@@ -41,6 +41,7 @@ def scenario_spec(scenario: Scenario, era: str | None, backend: str = "netns", s
                 time_limit=1.0, seed=0, keys=scenario.keys, concurrency=1, acks=scenario.acks,
                 replication_factor=scenario.replication_factor, settings=scenario.variant_settings(era),
                 recovery_timeout=scenario.recovery_timeout, request_timeout=scenario.request_timeout,
+                workload=scenario.workload, workload_options=dict(scenario.workload_options),
                 store_root=store_root, check=check)
     if subnet:
         data["subnet"] = subnet
@@ -148,6 +149,10 @@ class ScenarioProgram:
                 a = step.args
                 yield Write(a.key, a.count, a.acks or self.scenario.acks, a.expect, parallel=a.parallel,
                             via=a.via, resolve=self.resolve, **common)
+            elif step.action == "txn":
+                a = step.args
+                yield Txn(a.key, a.count, a.expect, coordinator_not=a.coordinator_not, resolve=self.resolve,
+                          **common)
             elif step.action == "wait":
                 yield Wait(step, self, **common)
             elif step.action == "sleep":
@@ -284,6 +289,8 @@ def _describe(step: Step | None) -> str:
         return f"until {a.until} (timeout {a.timeout:g} s)"
     if step.action == "write":
         return f"{a.count} x key {a.key}" + (f" acks={a.acks}" if a.acks else "")
+    if step.action == "txn":
+        return f"{a.count} x key {a.key} in one transaction" + (f", expect {a.expect}" if a.expect != "ok" else "")
     if isinstance(a, NodesRequest):
         return ", ".join(a.names) + (f" as {step.bind_as}" if step.bind_as else "")
     return "" if a is None else json.dumps(_args_json(a))

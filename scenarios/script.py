@@ -7,7 +7,7 @@ and, per variant, those it never allows even so (`forbidden_anomalies`), and a
 list of steps. Each step is a mapping with exactly one action key plus optional
 `id` (a label that later `measure.since` can name), `as` (a name bound to the
 node the step acted on) and `variants` (the variants it runs in; `eras` is an
-alias). Actions: `write`, `wait`, `sleep`, `bind`, and every registered fault
+alias). Actions: `write`, `txn`, `wait`, `sleep`, `bind`, and every registered fault
 the system supports, by its start step and its stop step (`kill`/`restart`,
 `pause`/`resume`, `partition`/`heal`, ...; nemesis/fault.py). Every problem is
 reported as one line that names the step, e.g. ``step 4 (kill): unknown node
@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from checkers.vocabulary import ANOMALIES
 from harness import registry
 from harness.registry import DEFAULT_SYSTEM
-from harness.sut import META_GROUP, Unsupported
+from harness.sut import META_GROUP, TRANSACTIONS, Unsupported
 from nemesis.fault import FaultArgError, NodesRequest
 from scenarios import conditions, roles
 
-OWN_ACTIONS = ("write", "wait", "sleep", "bind")
+OWN_ACTIONS = ("write", "txn", "wait", "sleep", "bind")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -64,6 +64,17 @@ class WriteArgs(_Strict):
     @classmethod
     def _acks_str(cls, v):
         return str(v) if isinstance(v, int) else v
+
+
+class TxnArgs(_Strict):
+    """One transaction of the scenario's transactional writer (the `queue` workload's `txn` op):
+    begin, `count` sends to `key`, commit. `coordinator_not`: a node reference; the writer's
+    transactional id is one whose transaction coordinator is another node (chosen at the
+    writer's first transaction), so that a fault on that node does not reach the coordinator."""
+    key: int = Field(0, ge=0)
+    count: int = Field(1, ge=1, le=100)
+    expect: Literal["ok", "any"] = "ok"  # "ok": a transaction that is not committed fails the step
+    coordinator_not: str | None = None
 
 
 class Measure(_Strict):
@@ -152,6 +163,9 @@ class Scenario(_Strict):
     # the writer's client: how long a send waits for its answer (a scenario whose answer comes
     # only after a heal needs more than the default's 5 s on a loaded machine)
     request_timeout: float = Field(5.0, gt=0, le=120)
+    # the workload the run's clients are of: `log` (write steps) or `queue` (txn steps: transactions)
+    workload: str = "log"
+    workload_options: dict[str, Any] = Field(default_factory=dict)
     steps: list[Step]
     path: str | None = None
 
@@ -289,6 +303,9 @@ def _parse_step(index: int, raw: Any, system, allowed: tuple[str, ...] | None = 
             args = registry.fault(fault).parse(value, stop)
         elif action == "write":
             args = WriteArgs.model_validate({"count": value} if isinstance(value, int) else (value or {}))
+        elif action == "txn":
+            args = TxnArgs.model_validate({"count": value} if isinstance(value, int) and not isinstance(value, bool)
+                                          else {} if value is None else value)
         elif action == "wait":
             args = WaitArgs.model_validate({"until": value} if isinstance(value, str) else value)
         elif action == "sleep":
@@ -338,8 +355,22 @@ def parse(data: Any, source: str = "scenario") -> Scenario:
                 raise ScenarioError(f"{source}: {what}: {variant!r} is not a variant of {whose} "
                                     f"(variants: {', '.join(variants) or 'none'})")
     _check_settings(scenario, system, source)
+    _check_workload(scenario, source)
     _check_references(scenario, system)
     return scenario
+
+
+def _check_workload(scenario: Scenario, source: str) -> None:
+    try:
+        workload = registry.workload(scenario.workload)
+    except registry.RegistryError as e:
+        raise ScenarioError(f"{source}: workload: {e}") from None
+    try:
+        workload.parse_options(scenario.workload_options)
+    except ValidationError as e:
+        raise ScenarioError(f"{source}: workload_options: {_one_line(e)}") from None
+    except ValueError as e:
+        raise ScenarioError(f"{source}: workload_options: {e}") from None
 
 
 def _check_settings(scenario: Scenario, system, source: str) -> None:
@@ -430,9 +461,19 @@ def _check_references_in(scenario: Scenario, system, capabilities, plan: roles.L
                 for name, ref in step.args.items():
                     check(ref)
                 bound.update(step.args)
-            elif step.action == "write":
+            elif step.action in ("write", "txn"):
                 if step.args.key >= scenario.keys:
                     raise ScenarioError(f"{where}: key {step.args.key} does not exist (keys: {scenario.keys})")
+                if step.action == "write" and scenario.workload != "log":
+                    raise ScenarioError(f"{where}: write steps are the log workload's; this scenario's workload "
+                                        f"is {scenario.workload!r} (use txn steps, or leave `workload:` out)")
+                if step.action == "txn":
+                    if scenario.workload != "queue":
+                        raise ScenarioError(f"{where}: txn steps need the queue workload's transactional "
+                                            f"writer: add `workload: queue` to the scenario")
+                    capabilities.require(TRANSACTIONS, where)
+                    if step.args.coordinator_not is not None:
+                        check(step.args.coordinator_not)
             elif step.action == "wait":
                 try:
                     step.parsed = conditions.parse(step.args.until, plan, bound)

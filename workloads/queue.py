@@ -70,14 +70,17 @@ class QueueWorkload(LogWorkload):
         self.counts = {"committed": 0, "aborted": 0, "indefinite": 0, "rebalances": 0}
         self.transactional = opts.txn   # the targeted nemesis draws its late-commit plays (nemesis/targeted.py)
         self.txn_in_flight: dict[str, int] = {}   # transactional id -> its transactions running (the same)
+        # the scenario's transactional writer (txn steps): its client, process, transactional id and coordinator
+        self._txn_writer = None
+        self._txn_writer_info: dict = {}
 
     def transactional_id(self, process: int) -> str:
         return f"replog-{self.tag}-p{process}"
 
-    def queue_client(self, process: int):
+    def queue_client(self, process: int, transactional_id: str | None = None):
         group = self.group if self.opts.consumer == "subscribe" else f"{self.group}-p{process}"
-        return self.db.queue_client(self.cfg.request_timeout, self.transactional_id(process), group,
-                                    self.opts.txn)
+        return self.db.queue_client(self.cfg.request_timeout, transactional_id or self.transactional_id(process),
+                                    group, self.opts.txn)
 
     async def setup(self, timeout: float = 60.0) -> None:
         """The log (as the log workload makes it), then until the system serves
@@ -171,31 +174,32 @@ class QueueWorkload(LogWorkload):
         tid = self.transactional_id(process)
         self.txn_in_flight[tid] = self.txn_in_flight.get(tid, 0) + 1
         try:
-            return await self._run_txn(client, op, mops, abort)
+            return (await self._end_txn(client, op, mops, abort))[1]
         finally:
             for key in keys:
                 self.in_flight[key] -= 1
             self.txn_in_flight[tid] -= 1
 
-    async def _run_txn(self, client, op: dict, mops: list[list], abort: bool) -> bool:
+    async def _end_txn(self, client, op: dict, mops: list[list], abort: bool) -> tuple[dict, bool]:
+        """Run the transaction and record its completion -> (the completion, whether the process goes on)."""
         try:
             done = await asyncio.wait_for(client.txn(mops, abort), 3 * self.cfg.request_timeout + 5)
         except asyncio.CancelledError:
             self.history.complete(op, "info", mops, error="cancelled", producer=_producer(client))
             raise
         except DefiniteError as e:   # aborted: nothing of it is visible
-            self.history.complete(op, "fail", getattr(e, "completed", None) or mops, error=_err(e),
-                                  producer=_producer(client))
+            out = self.history.complete(op, "fail", getattr(e, "completed", None) or mops, error=_err(e),
+                                        producer=_producer(client))
             self.counts["aborted"] += 1
-            return not isinstance(e, Fenced)
+            return out, not isinstance(e, Fenced)
         except Exception as e:       # the commit's outcome is unknown
-            self.history.complete(op, "info", getattr(e, "completed", None) or mops, error=_err(e),
-                                  producer=_producer(client))
+            out = self.history.complete(op, "info", getattr(e, "completed", None) or mops, error=_err(e),
+                                        producer=_producer(client))
             self.counts["indefinite"] += 1
-            return False
-        self.history.complete(op, "ok", done, producer=_producer(client))
+            return out, False
+        out = self.history.complete(op, "ok", done, producer=_producer(client))
         self.counts["committed"] += 1
-        return True
+        return out, True
 
     async def _send(self, client, process: int, key: int) -> bool:
         value = next(self._values)
@@ -234,6 +238,64 @@ class QueueWorkload(LogWorkload):
 
     async def write_parallel(self, key: int, count: int, acks: str, step: int | None = None) -> list[dict]:
         raise StepError("the queue workload has no scripted writes; scenarios run with --workload log")
+
+    async def txn(self, key: int, count: int, expect: str = "ok", step: int | None = None,
+                  coordinator_not: str | None = None) -> dict:
+        """One transaction of the scenario's writer (a `txn` step): begin, `count` sends to key,
+        commit, recorded as the random clients' `txn` op (same outcomes, same retirement: after
+        an `info` or a fenced producer the next step's transaction is a new process's, with a new
+        transactional id). `coordinator_not` (a node): the writer's transactional id is one whose
+        transaction coordinator is another node (DB.transaction_coordinator), chosen when the
+        writer is made. expect "ok": a transaction that did not commit raises StepError."""
+        if self._txn_writer is None:
+            await self._new_txn_writer(coordinator_not)
+        client, info = self._txn_writer, self._txn_writer_info
+        process = info["process"]
+        mops = [["send", key, next(self._values)] for _ in range(count)]
+        op = self.history.invoke(process, "txn", mops)
+        client.transaction_producer = None
+        self.in_flight[key] = self.in_flight.get(key, 0) + 1
+        try:
+            done, goes_on = await self._end_txn(client, op, mops, abort=False)
+        finally:
+            self.in_flight[key] -= 1
+        if not goes_on:   # Jepsen's rule: a process whose outcome is unknown or fenced is not reused
+            await client.close()
+            self._txn_writer = None
+        record = {"process": process, "transactional_id": info["transactional_id"], "type": done["type"],
+                  "value": done["value"], **{k: done[k] for k in ("error", "producer") if k in done}}
+        if expect == "ok" and done["type"] != "ok":
+            raise StepError(f"transaction {done['type']}: {done.get('error') or 'not committed'}")
+        return {"txn": record, "writer": dict(info)}
+
+    async def _new_txn_writer(self, coordinator_not: str | None) -> None:
+        process = self.new_process()
+        tid, why = self.transactional_id(process), {}
+        if coordinator_not is not None:
+            tid, why = await self._transactional_id_away_from(process, coordinator_not)
+        self._txn_writer = self.queue_client(process, tid)
+        self._txn_writer_info = {"process": process, "transactional_id": tid, **why}
+
+    async def _transactional_id_away_from(self, process: int, node: str, tries: int = 64) -> tuple[str, dict]:
+        """A transactional id of this process whose coordinator is not `node`."""
+        look = getattr(self.db, "transaction_coordinator", None)
+        if look is None:
+            raise StepError("coordinator_not: this system does not name a transaction's coordinator; leave it out")
+        seen = {}
+        for i in range(tries):
+            tid = f"{self.transactional_id(process)}-{i}"
+            coordinator, why = await look(tid)
+            if coordinator is not None and coordinator != node:
+                return tid, why
+            seen = why
+        raise StepError(f"coordinator_not {node}: {tries} transactional ids all had {node} or no node as "
+                        f"their coordinator (last: {seen}); is {node} the only broker?")
+
+    async def close(self) -> None:
+        if self._txn_writer is not None:
+            await self._txn_writer.close()
+            self._txn_writer = None
+        await super().close()
 
     # -- final phase ---------------------------------------------------------------
     async def final_reads(self, recovery_timeout: float) -> dict:
