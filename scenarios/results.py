@@ -199,14 +199,17 @@ def judge(checked: dict, section: dict) -> dict:
     allowed = section.get("allowed_anomalies") or []
     found = {}
     for res in (checked.get("checkers") or {}).values():
-        if isinstance(res, dict):
+        # a checker the workload's histories are not for (`applies: false`, workloads' not_checked)
+        # counts what it does not understand: its counts are no finding
+        if isinstance(res, dict) and res.get("applies") is not False:
             for name, n in (res.get("counts") or {}).items():
                 if n and name in ANOMALIES:
                     found[name] = found.get(name, 0) + n
     forbidden = {a: n for a, n in found.items() if a not in allowed}
     reasons = [f"{a} x{n}" for a, n in sorted(forbidden.items())]
     raw = checked.get("valid")
-    checker_states = [r.get("valid") for r in (checked.get("checkers") or {}).values() if isinstance(r, dict)]
+    checker_states = [r.get("valid") for r in (checked.get("checkers") or {}).values()
+                      if isinstance(r, dict) and r.get("applies") is not False]
     if section.get("error"):
         valid = "unknown"
     elif forbidden:

@@ -73,6 +73,7 @@ class QueueWorkload(LogWorkload):
         # the scenario's transactional writer (txn steps): its client, process, transactional id and coordinator
         self._txn_writer = None
         self._txn_writer_info: dict = {}
+        self._txn_avoid: str | None = None        # the node the writer's coordinator must not be (coordinator_not)
 
     def transactional_id(self, process: int) -> str:
         return f"replog-{self.tag}-p{process}"
@@ -247,8 +248,10 @@ class QueueWorkload(LogWorkload):
         transactional id). `coordinator_not` (a node): the writer's transactional id is one whose
         transaction coordinator is another node (DB.transaction_coordinator), chosen when the
         writer is made. expect "ok": a transaction that did not commit raises StepError."""
+        if coordinator_not is not None:
+            self._txn_avoid = coordinator_not   # for this writer and its successors
         if self._txn_writer is None:
-            await self._new_txn_writer(coordinator_not)
+            await self._new_txn_writer(self._txn_avoid)
         client, info = self._txn_writer, self._txn_writer_info
         process = info["process"]
         mops = [["send", key, next(self._values)] for _ in range(count)]
