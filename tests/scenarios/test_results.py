@@ -224,3 +224,17 @@ def test_an_old_store_with_scenario_results_json_is_still_judged(store):
     (store / "results.json").write_text(json.dumps({"valid": True}))  # an old `harness check` dropped it
     out = verdict.check_store(store)
     assert out["valid"] is False and out["scenario"]["as_expected"] is True
+
+
+def test_a_checker_that_does_not_apply_to_the_workload_is_no_finding():
+    """The queue workload's histories are not for the replica diff (`applies: false`): its counts
+    of aborted records and markers (missing-committed) neither fail nor cloud the scenario's verdict;
+    the same counts from a checker that applies do."""
+    checked = {"valid": True, "checkers": {
+        "txn": {"valid": True, "counts": {}},
+        "replica-diff": {"applies": False, "valid": "unknown", "counts": {"missing-committed": 2}}}}
+    out = results.judge(checked, {"allowed_anomalies": []})
+    assert out["valid"] is True and out["scenario"]["reasons"] == []
+    checked["checkers"]["replica-diff"]["applies"] = True
+    out = results.judge(checked, {"allowed_anomalies": []})
+    assert out["valid"] is False and out["scenario"]["reasons"] == ["missing-committed x2"]
