@@ -15,20 +15,18 @@ and ssh hosts, the same folder uploaded to the host's work directory once.
 """
 from __future__ import annotations
 
-import base64
 import concurrent.futures
 import json
 import os
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from harness.cluster.base import ClusterError
 from harness.run_store import write_past_copies
 from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, empty_dir, last_line
-from systems.kafka import install, tiered
+from systems.kafka import install, jvm, tiered
 from systems.kafka.client import TOPIC, KafkaLogClient
 from systems.kafka.config import (BROKER_PORT, CONTROLLER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
                                   node_id, render_zookeeper, topic_config)
@@ -52,27 +50,8 @@ SEGMENTS_PY = Path(__file__).resolve().with_name("segments.py")
 STARTED = "Kafka Server started"   # KafkaRaftServer's line once a node (broker or controller) is up
 BROKER_HEAP = "512m"
 CONTROLLER_HEAP = "256m"
-# Two cores run four JVMs: the serial collector keeps each JVM to one GC thread, and the JIT
-# stops at C1: C2's compilations cost a broker 2-3 of its 5-7 CPU-s to start (measured
-# 2026-11-28, KRaft combined node of 4.1.1, CPU 10 s after its port opened: 7 and 5 s with C2,
-# 3 and 4 s with C1 only), which a 2-core machine running four brokers and the workload pays
-# in timeouts; the harness's workloads are hundreds of ops a second, far below what C1 code serves.
-JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=2", "-Djava.awt.headless=true",
-             "-Dlog4j2.disable.jmx=true"]
-
-
 class KafkaMissing(ClusterError):
     """No Java on a host, or no jars: one line naming the fix."""
-
-
-def new_cluster_id() -> str:
-    """Kafka's cluster id: 16 random bytes, URL-safe base64 without padding (22 characters),
-    never starting with '-' (as Kafka's Uuid.randomUuid: StorageTool's argument parser takes
-    `-t -abc...` for an option and fails the format, 1 run in 64)."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
 
 
 class KafkaDb(NodeDaemons):
@@ -93,7 +72,7 @@ class KafkaDb(NodeDaemons):
         self.settings = dict(shape.settings)
         self.keys = shape.keys
         self.replication_factor = shape.replication_factor
-        self.cluster_id = new_cluster_id()
+        self.cluster_id = jvm.new_cluster_id()
         self.tiered = tiered.enabled(self.settings, options)
         self.env: dict[str, dict[str, str]] = {}
         self.lib: dict[str, str] = {}          # host -> lib folder on the host
@@ -373,6 +352,8 @@ class KafkaDb(NodeDaemons):
                 install.ensure_tiered_jar(self.options.version)
         except install.KafkaUnavailable as e:
             raise KafkaMissing(str(e)) from None
+        if not all(_separate_filesystem(self.cluster.remotes[h]) for h in self.hosts):
+            jvm.ensure_archive(self.options.version, self.options.java)   # once per version and Java
         addresses = {h: self.cluster.remotes[h].address for h in self.hosts}
         with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(len(self.hosts)) as pool:
             for f in [pool.submit(self._install_host, h, local_lib, addresses, tmp) for h in self.hosts]:
@@ -459,7 +440,9 @@ class KafkaDb(NodeDaemons):
     def _java(self, node: str, heap: str) -> list[str]:
         log = (f"-Dlog4j.configuration=file:{os.path.join(self.node_dir(node), LOG4J_1)}" if self.zk_era else
                f"-Dlog4j2.configurationFile={os.path.join(self.node_dir(node), LOG4J)}")
-        return [self.options.java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS, log,
+        archive = (jvm.archive_flags(self.options.version, self.options.java)
+                   if self.lib[node] == str(install.lib_dir(self.options.version)) else [])
+        return [self.options.java, f"-Xms{heap}", f"-Xmx{heap}", *jvm.JVM_FLAGS, *archive, log,
                 "-cp", os.path.join(self.lib[node], "*")]
 
     def start(self, node: str) -> None:

@@ -21,9 +21,13 @@ tiered() {   # LocalTieredStorage (the storage module's test jar) for --option t
 java_client() {   # build/kafka-client/<v>: kafka-clients and Jackson, the program compiled (cached)
     .venv/bin/python -m systems.kafka.java_build "$v"
 }
+archive() {   # build/kafka/<v>/classes-*.jsa: the brokers' class-data archive (cached; systems/kafka/jvm.py)
+    .venv/bin/python -m systems.kafka.jvm "$v"
+}
 if ls "build/kafka/$v/lib/kafka_2.13-$v.jar" >/dev/null 2>&1; then
     tiered
     java_client
+    archive
     exit 0
 fi
 echo "setup: Kafka $v jars from Maven Central (mvn dependency:copy-dependencies)" >&2
@@ -34,3 +38,4 @@ rm -rf "build/kafka/$v/lib"
 mv "build/kafka/$v/lib.partial" "build/kafka/$v/lib"
 tiered
 java_client
+archive
