@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 for i in $(seq "$first" "$last"); do
   if [ -n "${QUIET_FILE:-}" ]; then while [ -e "$QUIET_FILE" ]; do sleep 20; done; fi
   out=$(cd "$here" && nice -n 15 .venv/bin/python -m harness scenario kafka-late-commit --variant "$variant" \
-        --store "$root/$variant-$i" 2>"$root.$variant-$i.err")
+        --store "$root/$variant-$i" --subnet 10.231.37.0/24 2>"$root.$variant-$i.err")
   code=$?
   store=$(echo "$out" | tail -1)
   verdict=$(cd "$here" && .venv/bin/python - "$store" <<'PY'
