@@ -6,6 +6,7 @@ import pytest
 
 from harness.sut import DefiniteError, IndefiniteError
 from systems.nats.db import NatsMissing
+from systems.nats.inspector import NatsInspector
 from tests.nats.natsutil import NatsCluster, healthy, log_ready, need_root, until
 
 pytestmark = pytest.mark.root
@@ -115,13 +116,25 @@ def test_killed_leader_publishes_fail_definitely_and_nothing_acknowledged_is_los
             await asker.close()
         # the writer's own server stays up, so a publish without a leader is answered
         # (no responders) rather than lost with the connection (indefinite)
-        client = db.client(prefer=next(n for n in db.nodes if n != victim))
+        writer = next(n for n in db.nodes if n != victim)
+        client = db.client(prefer=writer)
+        inspector = NatsInspector(db)
+
+        async def routes_to_victim_gone() -> bool:
+            routes = (await inspector.jsz_path(writer, "/routez", 1.0)).get("routes") or []
+            return not any(r.get("ip") == db.cluster.remotes[victim].address for r in routes)
+
         try:
             before = await client.end_offset(1)
             acked_values = list(range(100, 120))
             acked = [await client.send(1, v) for v in acked_values]
             assert (await client.metadata())[1].leader == victim
+            assert not await routes_to_victim_gone()     # (the wait below can tell)
             db.kill(victim)
+            # publish once the writer's server has dropped its routes to the victim: a publish
+            # in the moment before goes down the dead route and times out (indefinite), and on
+            # a loaded machine the election could then end before any publish was refused
+            await until(routes_to_victim_gone, timeout=15, period=0.05)
             failed, unknown, v = [], [], 200
             while True:  # until a new leader takes publishes
                 v += 1
