@@ -72,7 +72,7 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "tiered-remote-segment-lost": {"epoch": (False, ["lost-write"])},
     "kafka-tiered-remote-segment-lost": {"4.1.1": (False, ["lost-write"]), "4.2.1": (False, ["lost-write"])},
     # issue 37: a late transactional produce taken for the next transaction's (docs/findings/kafka.md)
-    "kafka-late-commit": {},
+    "kafka-late-commit": {v: (True, []) for v in ("java-tv1", "java-tv2", "librdkafka-tv1", "librdkafka-tv2")},
 }
 
 
