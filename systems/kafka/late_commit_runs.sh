@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Measure kafka-late-commit (issue 37): runs one variant N times (seeds only name the runs: the
-# scenario's steps are fixed), one cluster at a time, waiting out /work/QUIET-style quiet windows
-# when QUIET_FILE is set, and prints one line per run: variant, run, verdict, anomalies, store.
-# usage: bench/late_commit_runs.sh VARIANT FIRST LAST [STORE_ROOT]
+# Measure kafka-late-commit (issue 37, docs/findings/kafka.md): runs one variant N times (the
+# numbers only name the runs: the scenario's steps are fixed), one cluster at a time, each run
+# started once the file $QUIET_FILE (if set: a shared machine's quiet window) is gone, and prints
+# one line per run: variant, run, exit code, verdict, the checkers' counts, the store.
+# Run it from the repository's root.
+# usage: systems/kafka/late_commit_runs.sh VARIANT FIRST LAST [STORE_ROOT]
 set -u
 variant=$1 first=$2 last=$3 root=${4:-store/late-commit}
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 for i in $(seq "$first" "$last"); do
   if [ -n "${QUIET_FILE:-}" ]; then while [ -e "$QUIET_FILE" ]; do sleep 20; done; fi
   out=$(cd "$here" && nice -n 15 .venv/bin/python -m harness scenario kafka-late-commit --variant "$variant" \
