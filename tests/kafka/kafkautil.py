@@ -2,6 +2,11 @@
 the adapter tests, set up by the adapter itself (systems/kafka/db.py)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from systems.kafka import SYSTEM
 from tests.nats.natsutil import NatsCluster, healthy, log_ready, need_root, until  # noqa: F401  (re-exported)
 from harness.sut import RunShape
@@ -27,3 +32,13 @@ class KafkaCluster(NatsCluster):
         self.db = SYSTEM.make_db(self.cluster, SYSTEM.host_plan(self.shape.nodes, options, self.shape.settings),
                                  self.shape, options)
         return self
+
+
+def run_scenario(tmp_path: Path, name: str, variant: str, subnet: str, *extra: str) -> subprocess.CompletedProcess:
+    """`harness scenario NAME --variant V --expect` as a user runs it (a subprocess, CI=true),
+    its store, run records and work folders under tmp_path."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]), CI="true",
+               HARNESS_RUN_DIR=str(tmp_path / "runs"), HARNESS_WORK_ROOT=str(tmp_path / "work"))
+    return subprocess.run([sys.executable, "-m", "harness", "scenario", name, "--variant", variant, "--expect",
+                           *extra, "--store", str(tmp_path / "store"), "--subnet", subnet],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=280)

@@ -10,24 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.kafka.kafkautil import run_scenario
+
 SCENARIO = "kafka-late-commit"   # systems/kafka/scenarios/
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300),
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
 
 
 def test_protocol_2_bumps_the_epoch_at_the_abort_and_the_late_send_cannot_stand_for_the_next(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO), CI="true", HARNESS_RUN_DIR=str(tmp_path / "runs"),
-               HARNESS_WORK_ROOT=str(tmp_path / "work"))
-    out = subprocess.run([sys.executable, "-m", "harness", "scenario", SCENARIO, "--variant", "java-tv2",
-                          "--expect", "--store", str(tmp_path / "store"), "--subnet", "10.221.37.0/24"],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=280)
+    out = run_scenario(tmp_path, SCENARIO, "java-tv2", "10.221.37.0/24")
     assert out.returncode == 0, out.stderr[-3000:]
     store = Path(out.stdout.strip().splitlines()[-1])
     ops = [json.loads(line) for line in (store / "history.jsonl").read_text().splitlines()]

@@ -10,24 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.kafka.kafkautil import run_scenario
+
 SCENARIO = "kafka-stale-leader-view"   # systems/kafka/scenarios/
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300),
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
 
 
 def test_a_fenced_leaders_own_view_is_not_believed(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO), CI="true", HARNESS_RUN_DIR=str(tmp_path / "runs"),
-               HARNESS_WORK_ROOT=str(tmp_path / "work"))
-    out = subprocess.run([sys.executable, "-m", "harness", "scenario", SCENARIO, "--variant", "4.1.1",
-                          "--expect", "--json", "--store", str(tmp_path / "store"), "--subnet", "10.221.42.0/24"],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=280)
+    out = run_scenario(tmp_path, SCENARIO, "4.1.1", "10.221.42.0/24", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     aliases = doc["scenario"]["aliases"]
