@@ -65,7 +65,7 @@ done
 # it imported every time (`harness check-history` of a small EDN file, median of 7 on an idle
 # machine: 0.34 s, 0.15 s compiled; 2026-11-28). The project's packages, then what `--help`
 # and `check-history` import from the venv; cheap when all is compiled already. The suite and
-# the demo keep a cache of their own (scripts/bytecode.sh).
+# the demo write the rest there as they import it (scripts/bytecode.sh).
 (
     unset PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX
     .venv/bin/python -m compileall -q -j 0 harness checkers history reports scenarios nemesis \
