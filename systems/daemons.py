@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -50,6 +51,13 @@ class NodeDaemons:
                 out = self.cluster.remotes[node].run(["tail", "-n", "5", self.log_path(node)], check=False).stdout
                 return f"{what} on {node} exited at startup: {last_line(out)}"
         return None
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 free right now (for a helper process of this machine's own)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def last_line(text: str) -> str:

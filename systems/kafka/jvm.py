@@ -29,6 +29,7 @@ import time
 import uuid
 from pathlib import Path
 
+from systems.daemons import free_loopback_port
 from systems.kafka import install
 
 # Two cores run four JVMs: the serial collector keeps each JVM to one GC thread, and the JIT
@@ -73,10 +74,10 @@ def archive_flags(version: str, java: str = "java") -> list[str]:
     return [f"-XX:SharedArchiveFile={path}", *QUIET] if path.is_file() else []
 
 
-def ensure_archive(version: str, java: str = "java", log=None) -> Path | None:
+def ensure_archive(version: str, java: str = "java") -> Path | None:
     """The archive of `version` for `java`, made now if missing (one process at a time: a
     lock beside it); None for a ZooKeeper-era version or when making it failed (then the
-    brokers simply start without it; `log` gets the reason in one line)."""
+    brokers simply start without it; the reason is one line on stderr)."""
     if install.zk_era(version) or not install.have_jars(version) or shutil.which(java) is None:
         return None   # (no Java here: the run's own check says so, in its words)
     path = archive_path(version, java)
@@ -91,16 +92,9 @@ def ensure_archive(version: str, java: str = "java", log=None) -> Path | None:
         except (OSError, subprocess.SubprocessError) as err:
             why = f"{type(err).__name__}: {err}"
     if why:
-        (log or (lambda line: print(line, file=sys.stderr)))(
-            f"kafka: no class-data archive for {version} ({why}); brokers start without it")
+        print(f"kafka: no class-data archive for {version} ({why}); brokers start without it", file=sys.stderr)
         return None
     return path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _train(version: str, java: str, path: Path) -> str | None:
@@ -111,7 +105,7 @@ def _train(version: str, java: str, path: Path) -> str | None:
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="kafka-cds-") as tmp:
-        port, ctl = _free_port(), _free_port()
+        port, ctl = free_loopback_port(), free_loopback_port()
         props = Path(tmp) / "server.properties"
         props.write_text("\n".join([
             "process.roles=broker,controller", "node.id=1",

@@ -27,15 +27,10 @@ import tempfile
 import zlib
 from pathlib import Path
 
+from systems.daemons import free_loopback_port
 from systems.nats.client import key_of
 
 START_TIMEOUT = 20.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _crc(value) -> int:
@@ -135,7 +130,7 @@ class _standalone:
 
     def __init__(self, store: str, binary: str, out):
         self.store, self.binary, self.out = store, binary, out
-        self.port = _free_port()
+        self.port = free_loopback_port()
         self.proc = None
 
     def __enter__(self) -> str:
