@@ -168,7 +168,6 @@ class QueueWorkload(LogWorkload):
         mops = self._mops(rng)
         abort = rng.random() < self.opts.abort_p
         op = self.history.invoke(process, "txn", mops)
-        client.transaction_producer = None
         keys = sorted({m[1] for m in mops if m[0] == "send"})
         for key in keys:   # in flight until the txn ends: its sends, its commit and the markers it waits for
             self.in_flight[key] = self.in_flight.get(key, 0) + 1
@@ -183,6 +182,7 @@ class QueueWorkload(LogWorkload):
 
     async def _end_txn(self, client, op: dict, mops: list[list], abort: bool) -> tuple[dict, bool]:
         """Run the transaction and record its completion -> (the completion, whether the process goes on)."""
+        client.transaction_producer = None   # set by the client from this transaction's answer
         try:
             done = await asyncio.wait_for(client.txn(mops, abort), 3 * self.cfg.request_timeout + 5)
         except asyncio.CancelledError:
@@ -256,7 +256,6 @@ class QueueWorkload(LogWorkload):
         process = info["process"]
         mops = [["send", key, next(self._values)] for _ in range(count)]
         op = self.history.invoke(process, "txn", mops)
-        client.transaction_producer = None
         self.in_flight[key] = self.in_flight.get(key, 0) + 1
         try:
             done, goes_on = await self._end_txn(client, op, mops, abort=False)
