@@ -12,9 +12,10 @@ tokens, and in a proven line a token's role follows from its place and the
 byte before it. Hand-written rather than a JSON library because of the
 measured margin (bench/history_to_parquet.py): orjson alone, one dict per line,
 already costs ~1 s per million lines before any bookkeeping. When the C
-library is built (`history.native`, scripts/setup.sh), the line ends, tokens,
-their integer values and the shape check come from one C pass instead of the
-numpy passes, the regex and the casts (the scan ~40% less CPU; same blocks, a test).
+library is built (`history.native`, scripts/setup.sh), one C pass parses each
+line by the same grammar and writes every column of the block, instead of the
+numpy passes, the regex, the casts and the takes (the scan ~4x less CPU than
+this numpy way; same blocks, a test).
 
 Every other line (nemesis ops, other fs, blank or cut-off lines, other
 spellings of the same op: spaces, other key orders, floats, strings, huge
@@ -102,37 +103,38 @@ def is_active(op: dict) -> bool:
 def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native: bool = True) -> Block:
     """Columns of a block of whole lines (only the file's last line may lack its newline).
 
-    The line ends, tokens and proven lines come from one C pass (`history.native`)
-    when its library is built, else from numpy and Arrow (`use_native=False` forces
-    that way: the tests compare the two).
+    Every column comes from one C pass (`history.native`) when its library is
+    built, else from numpy and Arrow (`use_native=False` forces that way: the
+    tests compare the two).
 
     `decode(line, lineno, position)` decodes an OTHER line (JsonlOps.decode):
     it raises HistoryError for a bad line and returns None for a skipped one.
     """
+    columns = native.scan_block(data) if use_native else None
+    if columns is not None:  # every column in one C pass (history/native.c)
+        ends = columns.pop("ends")
+        starts = np.concatenate(([0], ends[:-1]))
+        block = Block(first_lineno, **columns)
+        _order_keys(block)
+        _decode_others(block, data, starts, ends, first_position, decode)
+        return block
     buf = np.frombuffer(data, np.uint8)
-    passed = native.tokens(data) if use_native else None
-    if passed is not None:  # the same arrays in one C pass (history/native.c)
-        ends, tok_start, tok_end, tok_value, tokens = passed
-    else:
-        ends = np.flatnonzero(buf == 10) + 1
+    ends = np.flatnonzero(buf == 10) + 1
     if not data.endswith(b"\n"):
         ends = np.append(ends, len(buf))
     starts = np.concatenate(([0], ends[:-1]))
-    if passed is not None:
-        fast = native.fast_lines(data, starts, ends)
-    else:
-        offsets = np.concatenate(([0], ends)).astype(np.int32)
-        lines = pa.Array.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-        fast = pc.match_substring_regex(lines, FAST_LINE).to_numpy(zero_copy_only=False)
+    offsets = np.concatenate(([0], ends)).astype(np.int32)
+    lines = pa.Array.from_buffers(pa.binary(), len(ends), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    fast = pc.match_substring_regex(lines, FAST_LINE).to_numpy(zero_copy_only=False)
 
-        # Tokens: maximal runs of digits and '-'; their text is one Arrow string array.
-        digit = ((buf - np.uint8(48)) < 10) | (buf == 45)  # 0-9 or '-' (7x faster than a lookup table)
-        edges = np.diff(digit.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        tok_start = np.flatnonzero(edges == 1)
-        tok_end = np.flatnonzero(edges == -1)
-        tok_offsets = np.concatenate(([0], np.cumsum(tok_end - tok_start))).astype(np.int32)
-        tokens = pa.Array.from_buffers(pa.string(), len(tok_start),
-                                       [None, pa.py_buffer(tok_offsets), pa.py_buffer(buf[digit])])
+    # Tokens: maximal runs of digits and '-'; their text is one Arrow string array.
+    digit = ((buf - np.uint8(48)) < 10) | (buf == 45)  # 0-9 or '-' (7x faster than a lookup table)
+    edges = np.diff(digit.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    tok_start = np.flatnonzero(edges == 1)
+    tok_end = np.flatnonzero(edges == -1)
+    tok_offsets = np.concatenate(([0], np.cumsum(tok_end - tok_start))).astype(np.int32)
+    tokens = pa.Array.from_buffers(pa.string(), len(tok_start),
+                                   [None, pa.py_buffer(tok_offsets), pa.py_buffer(buf[digit])])
     n, last_tok, last_byte = len(ends), max(len(tok_start) - 1, 0), len(buf) - 1
     first_raw = np.searchsorted(tok_start, starts)
     first = np.minimum(first_raw, last_tok)  # a proven line's index token
@@ -144,10 +146,7 @@ def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native
     f_at = after_proc + 9 + _TYPE_LENGTHS[typ] + 7
     kind = np.where(~fast, OTHER, np.where(buf[np.minimum(f_at, last_byte)] == ord("s"), SEND, POLL))
 
-    if passed is not None:
-        ints_at = lambda idx: tok_value[idx]  # noqa: E731
-    else:
-        ints_at = lambda idx: pc.cast(tokens.take(pa.array(idx)), pa.int64()).to_numpy()  # noqa: E731
+    ints_at = lambda idx: pc.cast(tokens.take(pa.array(idx)), pa.int64()).to_numpy()  # noqa: E731
     fast_lines = np.flatnonzero(fast)
     index = np.zeros(n, np.int64)
     process = np.zeros(n, np.int64)

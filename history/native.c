@@ -7,51 +7,15 @@
  * pass here does the same work at a fraction of the CPU (bench/history_to_parquet.py).
  * The results are the numpy version's, bit for bit (tests/checkers/test_native.py).
  *
- * scan_tokens: line ends; tokens (maximal runs of the bytes 0-9 and '-'): start,
- * end, integer value, and their bytes packed (an Arrow string array's offsets and data).
+ * scan_block: every column of history.jsonl_scan.Block in that pass: each line
+ * parsed by the grammar of the regular expression history.jsonl_scan.FAST_LINE
+ * (one of the two shapes HistoryWriter writes), its fields kept as it is parsed.
  *
- * fast_lines: whether each line is exactly one of the two shapes HistoryWriter
- * writes, the regular expression history.jsonl_scan.FAST_LINE, decided the same way.
+ * fast_lines: the same parser's decision alone (the test compares it with the
+ * regular expression, run by Arrow's RE2).
  */
 #include <stdint.h>
 #include <string.h>
-
-int64_t scan_tokens(const uint8_t *buf, int64_t n, int64_t *line_end, int64_t *n_lines,
-                    int64_t *tok_start, int64_t *tok_end, int64_t *tok_value,
-                    int32_t *tok_offset, uint8_t *tok_bytes)
-{
-    int64_t t = 0, lines = 0, packed = 0, i = 0;
-    tok_offset[0] = 0;
-    while (i < n) {
-        uint8_t c = buf[i];
-        if ((uint8_t)(c - '0') < 10 || c == '-') {
-            int64_t start = i;
-            int negative = 0;
-            uint64_t value = 0;
-            for (; i < n; i++) {
-                uint8_t b = buf[i];
-                if ((uint8_t)(b - '0') < 10)
-                    value = value * 10 + (uint64_t)(b - '0');
-                else if (b == '-')
-                    negative = 1;
-                else
-                    break;
-                tok_bytes[packed++] = b;
-            }
-            /* exact for the tokens read as integers: canonical, at most 18 digits (FAST_LINE) */
-            tok_start[t] = start;
-            tok_end[t] = i;
-            tok_value[t] = negative ? -(int64_t)value : (int64_t)value;
-            tok_offset[++t] = (int32_t)packed;
-            continue;
-        }
-        if (c == '\n')
-            line_end[lines++] = i + 1;
-        i++;
-    }
-    *n_lines = lines;
-    return t;
-}
 
 /* The parser of one line: p moves forward while the text matches. */
 typedef struct { const uint8_t *p, *end; } cursor;
@@ -98,9 +62,6 @@ static int integer(cursor *c)
     return nat(c);
 }
 
-/* \[INT,INT\] */
-static int pair(cursor *c) { return lit(c, "[") && integer(c) && lit(c, ",") && integer(c) && lit(c, "]"); }
-
 /* (,"error":"[ !#-\[\]-~]*")? -- absent when the next byte is not ',' */
 static int error(cursor *c)
 {
@@ -113,37 +74,124 @@ static int error(cursor *c)
     return lit(c, "\"");
 }
 
-/* "INT":\[(PAIR(,PAIR)*)?\] */
-static int key_reads(cursor *c)
+/* scan_block: the whole scan of a block in one pass (what history.jsonl_scan.scan
+ * otherwise computes with some forty numpy and Arrow operations and a regular
+ * expression): each line is parsed by the grammar of FAST_LINE, and while it is
+ * parsed its fields are kept: kind, type, index, process (and its text), a send's
+ * key, value text and offset, an ok poll's segments (one per key) and pairs
+ * (offset, value text). A line that turns out not to be one of the two shapes is
+ * OTHER (kind 0) with its fields zero and its texts empty, and what it had added
+ * to the segments and pairs is taken back. Outputs are sized by the caller
+ * (history/native.py: lines, and n/5 + 2 segments and pairs, n text bytes each). */
+typedef struct {
+    int64_t *seg_line, *seg_key, *seg_first, *seg_pairs, *pair_offset;
+    int32_t *value_offset;
+    uint8_t *value_bytes;
+    int64_t segs, pairs, line;
+} reads_out;
+
+typedef struct {
+    int64_t index, process, key, offset;
+    const uint8_t *process_at, *process_end, *value_at, *value_end;
+    int type, kind, has_offset;
+} line_out;
+
+/* the value of the digits (and leading '-') from..to: exact, at most 18 digits */
+static int64_t value_of(const uint8_t *from, const uint8_t *to)
 {
-    if (!(lit(c, "\"") && integer(c) && lit(c, "\":[")))
+    int negative = *from == '-';
+    int64_t v = 0;
+    for (from += negative; from < to; from++)
+        v = v * 10 + (*from - '0');
+    return negative ? -v : v;
+}
+
+static int nat_value(cursor *c, int64_t *value)
+{
+    const uint8_t *at = c->p;
+    if (!nat(c))
         return 0;
+    *value = value_of(at, c->p);
+    return 1;
+}
+
+static int integer_value(cursor *c, int64_t *value)
+{
+    const uint8_t *at = c->p;
+    if (!integer(c))
+        return 0;
+    *value = value_of(at, c->p);
+    return 1;
+}
+
+/* [INT,INT] -> a pair (offset, value text) when r is given */
+static int pair_out(cursor *c, reads_out *r)
+{
+    int64_t offset;
+    if (!(lit(c, "[") && integer_value(c, &offset) && lit(c, ",")))
+        return 0;
+    const uint8_t *at = c->p;
+    if (!(integer(c) && lit(c, "]")))
+        return 0;
+    if (r) {
+        int64_t len = (c->p - 1) - at;
+        int32_t used = r->value_offset[r->pairs];
+        memcpy(r->value_bytes + used, at, (size_t)len);
+        r->pair_offset[r->pairs] = offset;
+        r->value_offset[++r->pairs] = used + (int32_t)len;
+        r->seg_pairs[r->segs - 1]++;
+    }
+    return 1;
+}
+
+/* "INT":[(PAIR(,PAIR)*)?] -> a segment and its pairs when r is given */
+static int key_reads_out(cursor *c, reads_out *r)
+{
+    int64_t key;
+    if (!(lit(c, "\"") && integer_value(c, &key) && lit(c, "\":[")))
+        return 0;
+    if (r) {
+        r->seg_line[r->segs] = r->line;
+        r->seg_key[r->segs] = key;
+        r->seg_first[r->segs] = r->pairs;
+        r->seg_pairs[r->segs++] = 0;
+    }
     if (c->p < c->end && *c->p == '[') {
-        if (!pair(c))
+        if (!pair_out(c, r))
             return 0;
         while (c->p < c->end && *c->p == ',') {
             c->p++;
-            if (!pair(c))
+            if (!pair_out(c, r))
                 return 0;
         }
     }
     return lit(c, "]");
 }
 
-static int send(cursor *c)
+static int send_out(cursor *c, line_out *l)
 {
-    if (!(lit(c, "send\",\"value\":[") && integer(c) && lit(c, ",")))
+    if (!(lit(c, "send\",\"value\":[") && integer_value(c, &l->key) && lit(c, ",")))
         return 0;
     if (c->p < c->end && *c->p == '[') {
-        if (!pair(c))
+        l->has_offset = 1;
+        if (!(lit(c, "[") && integer_value(c, &l->offset) && lit(c, ",")))
             return 0;
-    } else if (!integer(c)) {
-        return 0;
+        l->value_at = c->p;
+        if (!integer(c))
+            return 0;
+        l->value_end = c->p;
+        if (!lit(c, "]"))
+            return 0;
+    } else {
+        l->value_at = c->p;
+        if (!integer(c))
+            return 0;
+        l->value_end = c->p;
     }
     return lit(c, "]") && error(c);
 }
 
-static int poll(cursor *c)
+static int poll_out(cursor *c, reads_out *r)
 {
     if (!lit(c, "poll\",\"value\":"))
         return 0;
@@ -152,32 +200,48 @@ static int poll(cursor *c)
     if (!lit(c, "{"))
         return 0;
     if (c->p < c->end && *c->p == '"') {
-        if (!key_reads(c))
+        if (!key_reads_out(c, r))
             return 0;
         while (c->p < c->end && *c->p == ',') {
             c->p++;
-            if (!key_reads(c))
+            if (!key_reads_out(c, r))
                 return 0;
         }
     }
     return lit(c, "}");
 }
 
-static int fast_line(const uint8_t *start, const uint8_t *end)
+static const char *const TYPES[] = {"invoke", "ok", "fail", "info"};
+
+/* one line, the grammar of fast_line; r gets an ok poll's reads (r may be NULL) */
+static int parse_line(const uint8_t *start, const uint8_t *end, line_out *l, reads_out *r)
 {
     cursor c = {start, end};
-    if (!(lit(&c, "{\"index\":") && nat(&c) && lit(&c, ",\"time\":")))
+    if (!(lit(&c, "{\"index\":") && nat_value(&c, &l->index) && lit(&c, ",\"time\":")))
         return 0;
     if (c.p < c.end && *c.p == '-')
         c.p++;
-    if (!(nat(&c) && lit(&c, ",\"process\":") && nat(&c) && lit(&c, ",\"type\":\"")))
+    if (!(nat(&c) && lit(&c, ",\"process\":")))
         return 0;
-    if (!(lit(&c, "invoke") || lit(&c, "ok") || lit(&c, "fail") || lit(&c, "info")))
+    l->process_at = c.p;
+    if (!nat_value(&c, &l->process))
         return 0;
-    if (!lit(&c, "\",\"f\":\""))
+    l->process_end = c.p;
+    if (!lit(&c, ",\"type\":\""))
         return 0;
-    if (!(c.p < c.end && *c.p == 's' ? send(&c) : poll(&c)))
+    for (l->type = 0; l->type < 4 && !lit(&c, TYPES[l->type]); l->type++)
+        ;
+    if (l->type == 4 || !lit(&c, "\",\"f\":\""))
         return 0;
+    if (c.p < c.end && *c.p == 's') {
+        l->kind = 1;
+        if (!send_out(&c, l))
+            return 0;
+    } else {
+        l->kind = 2;
+        if (!poll_out(&c, l->type == 1 ? r : NULL))
+            return 0;
+    }
     return lit(&c, "}\n") && c.p == c.end;
 }
 
@@ -186,7 +250,62 @@ void fast_lines(const uint8_t *buf, const int64_t *line_start, const int64_t *li
                 uint8_t *fast)
 {
     for (int64_t k = 0; k < n; k++)
-        fast[k] = (uint8_t)fast_line(buf + line_start[k], buf + line_end[k]);
+    {
+        line_out l = {0};
+        fast[k] = (uint8_t)parse_line(buf + line_start[k], buf + line_end[k], &l, NULL);
+    }
+}
+
+int64_t scan_block(const uint8_t *buf, int64_t n, int64_t *line_end, uint8_t *kind, uint8_t *type,
+                   int64_t *index, int64_t *process, int64_t *send_key, int64_t *send_offset,
+                   uint8_t *has_offset, int32_t *process_offset, uint8_t *process_bytes,
+                   int32_t *send_value_offset, uint8_t *send_value_bytes,
+                   int64_t *seg_line, int64_t *seg_key, int64_t *seg_first, int64_t *seg_pairs,
+                   int64_t *pair_offset, int32_t *pair_value_offset, uint8_t *pair_value_bytes,
+                   int64_t *counts)
+{
+    reads_out r = {seg_line, seg_key, seg_first, seg_pairs, pair_offset, pair_value_offset,
+                   pair_value_bytes, 0, 0, 0};
+    int64_t i = 0, lines = 0;
+    int32_t process_used = 0, value_used = 0;
+    process_offset[0] = send_value_offset[0] = pair_value_offset[0] = 0;
+    while (i < n || (n == 0 && lines == 0)) {
+        const uint8_t *newline = i < n ? memchr(buf + i, '\n', (size_t)(n - i)) : NULL;
+        int64_t end = newline ? newline - buf + 1 : n;
+        line_out l = {0};
+        int64_t segs = r.segs, pairs = r.pairs;
+        r.line = lines;
+        if (parse_line(buf + i, buf + end, &l, &r)) {
+            kind[lines] = (uint8_t)l.kind;
+            type[lines] = (uint8_t)l.type;
+            index[lines] = l.index;
+            process[lines] = l.process;
+            memcpy(process_bytes + process_used, l.process_at, (size_t)(l.process_end - l.process_at));
+            process_used += (int32_t)(l.process_end - l.process_at);
+            if (l.kind == 1) {
+                send_key[lines] = l.key;
+                send_offset[lines] = l.has_offset ? l.offset : 0;
+                has_offset[lines] = (uint8_t)l.has_offset;
+                memcpy(send_value_bytes + value_used, l.value_at, (size_t)(l.value_end - l.value_at));
+                value_used += (int32_t)(l.value_end - l.value_at);
+            } else {
+                send_key[lines] = send_offset[lines] = 0;
+                has_offset[lines] = 0;
+            }
+        } else {
+            r.segs = segs;
+            r.pairs = pairs;
+            kind[lines] = type[lines] = has_offset[lines] = 0;
+            index[lines] = process[lines] = send_key[lines] = send_offset[lines] = 0;
+        }
+        process_offset[lines + 1] = process_used;
+        send_value_offset[lines + 1] = value_used;
+        line_end[lines++] = end;
+        i = end;
+    }
+    counts[0] = r.segs;
+    counts[1] = r.pairs;
+    return lines;
 }
 
 /* edn_json: Jepsen's flat EDN op maps rewritten into JSON in one pass, for

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 from pathlib import Path
 
 SOURCE = Path(__file__).with_suffix(".c")
@@ -45,37 +46,78 @@ def library():
         else:
             lib = ctypes.CDLL(str(LIBRARY))
             ptr = ctypes.c_void_p
-            lib.scan_tokens.restype = ctypes.c_int64
-            lib.scan_tokens.argtypes = [ctypes.c_char_p, ctypes.c_int64] + [ptr] * 7
             lib.fast_lines.restype = None
             lib.fast_lines.argtypes = [ctypes.c_char_p, ptr, ptr, ctypes.c_int64, ptr]
+            lib.scan_block.restype = ctypes.c_int64
+            lib.scan_block.argtypes = [ctypes.c_char_p, ctypes.c_int64] + [ptr] * 20
             lib.edn_json.restype = ctypes.c_int64
             lib.edn_json.argtypes = [ctypes.c_char_p, ctypes.c_int64, ptr, ptr]
             _lib = lib
     return _lib
 
 
-def tokens(data: bytes):
-    """-> (line ends, token starts, token ends, token values, token texts as an Arrow
-    string array), as `history.jsonl_scan.scan` computes them; None without the library."""
+class _Scratch(threading.local):
+    """scan_block's output arrays, kept per thread and reused from block to block.
+
+    Why: sized for the worst case (a line per byte, a pair per 5 bytes), fresh
+    arrays each block cost more in page faults (~0.4 CPU-s per 2M lines) than
+    copying out the part the pass wrote."""
+
+    size = -1
+    arrays: tuple = ()
+
+
+_scratch = _Scratch()
+
+
+def _outputs(n: int) -> tuple:
+    import numpy as np
+
+    if n > _scratch.size:
+        size = max(n, 1 << 16)
+        most = size // 5 + 2  # a segment ("0":[],) or a pair ([0,0],) takes at least 6 bytes
+        lines = size + 1
+        _scratch.arrays = (
+            np.empty(lines, np.int64),  # line ends
+            np.empty(lines, np.uint8), np.empty(lines, np.uint8),  # kind, type
+            *(np.empty(lines, np.int64) for _ in range(4)),  # index, process, send key, send offset
+            np.empty(lines, np.uint8),  # has offset
+            np.empty(lines + 1, np.int32), np.empty(size + 1, np.uint8),  # process texts
+            np.empty(lines + 1, np.int32), np.empty(size + 1, np.uint8),  # send value texts
+            *(np.empty(most, np.int64) for _ in range(5)),  # segments, pair offsets
+            np.empty(most + 1, np.int32), np.empty(size + 1, np.uint8),  # pair value texts
+            np.zeros(2, np.int64))  # segments, pairs written
+        _scratch.size = size
+    return _scratch.arrays
+
+
+def scan_block(data: bytes):
+    """The whole scan of a block in one C pass (native.c's scan_block): -> a dict of the
+    line ends and the `history.jsonl_scan.Block` columns; None without the library."""
     lib = library()
     if lib is None:
         return None
     import numpy as np
     import pyarrow as pa
 
-    n = len(data)
-    most = n // 2 + 2  # tokens are separated by at least one byte
-    line_end = np.empty(n + 1, np.int64)
-    lines = np.zeros(1, np.int64)
-    start, end, value = (np.empty(most, np.int64) for _ in range(3))
-    offset = np.empty(most + 1, np.int32)
-    packed = np.empty(n + 1, np.uint8)
-    count = lib.scan_tokens(data, n, line_end.ctypes.data, lines.ctypes.data, start.ctypes.data,
-                            end.ctypes.data, value.ctypes.data, offset.ctypes.data, packed.ctypes.data)
-    texts = pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(offset[:count + 1]),
-                                                        pa.py_buffer(packed[:offset[count]])])
-    return line_end[:lines[0]], start[:count], end[:count], value[:count], texts
+    arrays = _outputs(len(data))
+    (line_end, kind, typ, index, process, send_key, send_offset, has_offset, process_offset,
+     process_bytes, value_offset, value_bytes, seg_line, seg_key, seg_first, seg_pairs,
+     pair_offset, pair_value_offset, pair_bytes, counts) = arrays
+    count = lib.scan_block(data, len(data), *(a.ctypes.data for a in arrays))
+    segs, pairs = int(counts[0]), int(counts[1])
+
+    def texts(offsets, values, size):
+        return pa.Array.from_buffers(pa.string(), size, [None, pa.py_buffer(offsets[:size + 1].copy()),
+                                                        pa.py_buffer(values[:offsets[size]].copy())])
+    return {"ends": line_end[:count].copy(), "kind": kind[:count].astype(np.int64),
+            "type": typ[:count].astype(np.int64), "index": index[:count].copy(),
+            "process": process[:count].copy(), "process_text": texts(process_offset, process_bytes, count),
+            "send_key": send_key[:count].copy(), "send_offset": send_offset[:count].copy(),
+            "send_has_offset": has_offset[:count].astype(bool), "send_value": texts(value_offset, value_bytes, count),
+            "seg_line": seg_line[:segs].copy(), "seg_key": seg_key[:segs].copy(),
+            "seg_first": seg_first[:segs].copy(), "seg_pairs": seg_pairs[:segs].copy(),
+            "pair_offset": pair_offset[:pairs].copy(), "pair_value": texts(pair_value_offset, pair_bytes, pairs)}
 
 
 def fast_lines(data: bytes, starts, ends):
