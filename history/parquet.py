@@ -35,6 +35,10 @@ CHUNK_ROWS = 500_000
 # dropped for every row group; without them the reads table (most rows) wrote
 # in ~0.6x the CPU (bench/history_to_parquet.py), files ~1.5x larger.
 DICTIONARY_COLUMNS = ["run", "node", "key", "type", "process", "final", "absent"]
+# No min/max statistics for `value`: strings nearly all distinct that no reader
+# filters on; their statistics were ~0.1 CPU-s per 5M rows (bench/history_to_parquet.py).
+NO_STATISTICS = {"value"}
+RUN_TYPE = pa.dictionary(pa.int32(), pa.string())
 TABLES = ("sends", "reads", "records", "replicas", "ends")
 
 SCHEMAS = {
@@ -66,8 +70,15 @@ class TableWriter:
         self.buffer: list[tuple] = []
         self.tables: list[pa.Table] = []  # chunks waiting, in order
         self.waiting = 0  # their rows
-        self.writer = pq.ParquetWriter(path, self.schema, compression="snappy",
-                                      use_dictionary=[c for c in DICTIONARY_COLUMNS if c in self.schema.names])
+        # `run` is one value: handed over as a one-entry dictionary, which the writer
+        # takes as its dictionary page as it stands, where a string column is hashed
+        # row by row (~0.12 CPU-s per 5M rows). The file keeps the plain schema
+        # (store_schema=False: no Arrow schema saved, so readers get `run` as a string).
+        self.file_schema = self.schema.set(0, pa.field("run", RUN_TYPE))
+        self.run_dictionary = pa.array([run], pa.string())
+        self.writer = pq.ParquetWriter(path, self.file_schema, compression="snappy", store_schema=False,
+                                      use_dictionary=[c for c in DICTIONARY_COLUMNS if c in self.schema.names],
+                                      write_statistics=[c for c in self.schema.names if c not in NO_STATISTICS])
         # Row groups are encoded and compressed in a thread of this writer's own
         # (Arrow releases the GIL), one at a time and in order, while the caller
         # builds the next: the writes were a third of the conversion's main thread.
@@ -85,7 +96,7 @@ class TableWriter:
         n = len(next(iter(columns.values())))
         arrays = [self._run_column(n) if f.name == "run"
                   else _as_array(columns[f.name], f.type) for f in self.schema]
-        self._wait(pa.Table.from_arrays(arrays, schema=self.schema))
+        self._wait(pa.Table.from_arrays(arrays, schema=self.file_schema))
 
     def flush(self) -> None:
         """Write everything buffered."""
@@ -112,7 +123,7 @@ class TableWriter:
         arrays = [self._run_column(len(self.buffer))]
         arrays += [pa.array(col, self.schema.field(name).type) for name, col in zip(names, columns)]
         self.buffer.clear()
-        self._wait(pa.Table.from_arrays(arrays, schema=self.schema))
+        self._wait(pa.Table.from_arrays(arrays, schema=self.file_schema))
 
     def _wait(self, table: pa.Table) -> None:
         self.tables.append(table)
@@ -121,7 +132,7 @@ class TableWriter:
             self.flush()
 
     def _run_column(self, n: int) -> pa.Array:
-        return pa.repeat(pa.scalar(self.run, pa.string()), n)
+        return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), self.run_dictionary)
 
     def close(self) -> None:
         try:

@@ -274,3 +274,24 @@ def test_the_scan_thread_hands_over_its_error_and_ends_with_its_consumer():
     assert next(early) == 0
     early.close()  # the consumer gives up while the thread waits on a full queue
     assert not [t for t in threading.enumerate() if t.name == "jsonl-scan"]
+
+
+def test_stream_counts_come_back_from_the_spill_file():
+    """Sessions idle since the last settle go to the file and come back exact."""
+    from history.column_flatten import StreamCounts
+
+    streams = StreamCounts()
+    try:
+        streams.of(1).update({5: 3, -7: 1, 10**15: 2})
+        streams.of(2)[4] = 9
+        streams.settle()
+        streams.of(2)[4] += 1
+        streams.settle()  # session 1 idle: spilled; session 2 used: kept
+        assert 1 not in streams.live and 2 in streams.live
+        streams.settle()  # now 2 as well
+        assert streams.live == {}
+        assert streams.of(1) == {5: 3, -7: 1, 10**15: 2}
+        assert streams.of(2) == {4: 10}
+        assert streams.of(3) == {}
+    finally:
+        streams.close()
