@@ -38,7 +38,10 @@ DICTIONARY_COLUMNS = ["run", "node", "key", "type", "process", "final", "absent"
 # No min/max statistics for `value`: strings nearly all distinct that no reader
 # filters on; their statistics were ~0.1 CPU-s per 5M rows (bench/history_to_parquet.py).
 NO_STATISTICS = {"value"}
-RUN_TYPE = pa.dictionary(pa.int32(), pa.string())
+DICTIONARY_TYPE = pa.dictionary(pa.int32(), pa.string())
+# Columns handed to the writer as Arrow dictionaries (besides `run`): the block-wise
+# conversion builds the reads' processes that way (history.flatten_runs).
+ARROW_DICTIONARIES = {"reads": ("process",)}
 TABLES = ("sends", "reads", "records", "replicas", "ends")
 
 SCHEMAS = {
@@ -72,9 +75,13 @@ class TableWriter:
         self.waiting = 0  # their rows
         # `run` is one value: handed over as a one-entry dictionary, which the writer
         # takes as its dictionary page as it stands, where a string column is hashed
-        # row by row (~0.12 CPU-s per 5M rows). The file keeps the plain schema
-        # (store_schema=False: no Arrow schema saved, so readers get `run` as a string).
-        self.file_schema = self.schema.set(0, pa.field("run", RUN_TYPE))
+        # row by row (~0.12 CPU-s per 5M rows); likewise the reads' `process`
+        # (ARROW_DICTIONARIES). The file keeps the plain schema (store_schema=False:
+        # no Arrow schema saved, so readers get these columns as strings).
+        self.file_schema = self.schema
+        for name in ARROW_DICTIONARIES.get(table, ()) + ("run",):
+            at = self.schema.get_field_index(name)
+            self.file_schema = self.file_schema.set(at, pa.field(name, DICTIONARY_TYPE))
         self.run_dictionary = pa.array([run], pa.string())
         self.writer = pq.ParquetWriter(path, self.file_schema, compression="snappy", store_schema=False,
                                       use_dictionary=[c for c in DICTIONARY_COLUMNS if c in self.schema.names],
@@ -95,14 +102,14 @@ class TableWriter:
         self._take_buffer()
         n = len(next(iter(columns.values())))
         arrays = [self._run_column(n) if f.name == "run"
-                  else _as_array(columns[f.name], f.type) for f in self.schema]
+                  else _as_array(columns[f.name], f.type) for f in self.file_schema]
         self._wait(pa.Table.from_arrays(arrays, schema=self.file_schema))
 
     def flush(self) -> None:
         """Write everything buffered."""
         self._take_buffer()
         if self.tables:
-            table = pa.concat_tables(self.tables)
+            table = pa.concat_tables(self.tables).unify_dictionaries()  # one dictionary per column
             self.tables, self.waiting = [], 0
             self._written()  # at most one row group waits: memory stays bounded
             if self.encoder is None:
@@ -121,7 +128,7 @@ class TableWriter:
         names = self.schema.names[1:]
         columns = list(zip(*self.buffer))
         arrays = [self._run_column(len(self.buffer))]
-        arrays += [pa.array(col, self.schema.field(name).type) for name, col in zip(names, columns)]
+        arrays += [pa.array(col, self.file_schema.field(name).type) for name, col in zip(names, columns)]
         self.buffer.clear()
         self._wait(pa.Table.from_arrays(arrays, schema=self.file_schema))
 
