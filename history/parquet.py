@@ -35,9 +35,10 @@ CHUNK_ROWS = 500_000
 # dropped for every row group; without them the reads table (most rows) wrote
 # in ~0.6x the CPU (bench/history_to_parquet.py), files ~1.5x larger.
 DICTIONARY_COLUMNS = ["run", "node", "key", "type", "process", "final", "absent"]
-# No min/max statistics for `value`: strings nearly all distinct that no reader
-# filters on; their statistics were ~0.1 CPU-s per 5M rows (bench/history_to_parquet.py).
-NO_STATISTICS = {"value"}
+# No min/max statistics for the string columns no reader filters on: per 5M reads
+# they cost `value` ~0.09 CPU-s, the dictionary-typed `run` and `process` ~0.05
+# each (measured writing the reads table of bench/history_to_parquet.py's history).
+NO_STATISTICS = {"run", "process", "value"}
 DICTIONARY_TYPE = pa.dictionary(pa.int32(), pa.string())
 # Columns handed to the writer as Arrow dictionaries (besides `run`): the block-wise
 # conversion builds the reads' processes that way (history.flatten_runs).
