@@ -16,6 +16,7 @@ fed to the reference code can alternate in any order and give its rows.
 from __future__ import annotations
 
 from itertools import repeat
+from operator import add
 
 import numpy as np
 import pyarrow as pa
@@ -217,14 +218,14 @@ class RunFlattener(ColumnFlattener):
         sizes = np.diff(np.append(starts, len(at)))
         stream_reads = np.add.reduceat(pairs, starts)
         stream_s, stream_k = s[starts], k[starts]
-        cut = np.flatnonzero(np.diff(stream_s)) + 1
-        base = np.zeros(len(starts), np.int64)
-        for lo, hi in zip([0] + cut.tolist(), cut.tolist() + [len(starts)]):
-            counts = self.streams.of(int(stream_s[lo]))
-            keys = stream_k[lo:hi].tolist()
-            base[lo:hi] = list(map(counts.get, keys, repeat(0, hi - lo)))
-            counts.update(zip(keys, (base[lo:hi] + stream_reads[lo:hi]).tolist()))
-        first[at] = np.repeat(base - before[starts], sizes) + before
+        cut = (np.flatnonzero(np.diff(stream_s)) + 1).tolist()
+        keys, reads, had = stream_k.tolist(), stream_reads.tolist(), []
+        for session, lo, hi in zip(stream_s[[0] + cut].tolist(), [0] + cut, cut + [len(starts)]):
+            counts = self.streams.of(session)
+            got = list(map(counts.get, keys[lo:hi], repeat(0)))
+            counts.update(zip(keys[lo:hi], map(add, got, reads[lo:hi])))
+            had += got
+        first[at] = np.repeat(np.array(had, np.int64) - before[starts], sizes) + before
         return first
 
     def _final_reads(self, block: Block, s0: int, s1: int, session, invoke_index) -> None:
