@@ -14,6 +14,14 @@ option not taken, Arrow's multithreaded JSON reader parsing those lines
 (every field but `value`, which has no one type: a lower bound on that way).
 Prints one JSON object: wall and CPU seconds, ops/s, peak RSS, ratios, load
 average.
+
+The conversion runs `--repeat` times in its process: `seconds` is the first
+(cold) run, `median_seconds` / `min_seconds` those of all runs; the imports
+(pyarrow, and pandas, which pyarrow imports at its first `pa.array`: ~0.5 s
+on an idle machine, a one-time cost of any process that converts) are timed
+apart (`import_seconds`), and `thread_cpu_seconds` is one more conversion's CPU
+per thread (the scan thread, the main thread's run bookkeeping, the Parquet
+writers' threads): the profile of this path.
 """
 from __future__ import annotations
 
@@ -32,16 +40,64 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # `bench.engines` when run as a script
 
 
+def thread_cpu(convert) -> dict:
+    """CPU seconds of each thread of one conversion: the scan thread, the main thread
+    (the run bookkeeping, history.flatten_runs) and the Parquet writers' threads."""
+    from history import jsonl_parquet, parquet
+
+    spent = {"scan": 0.0, "parquet_writers": 0.0}
+    scanned, write = jsonl_parquet.scanned_blocks, parquet.pq.ParquetWriter.write_table
+
+    def timed_scan(*args, **kwargs):
+        start = time.thread_time()
+        yield from scanned(*args, **kwargs)
+        spent["scan"] += time.thread_time() - start
+
+    def timed_write(self, *args, **kwargs):
+        start = time.thread_time()
+        try:
+            return write(self, *args, **kwargs)
+        finally:
+            spent["parquet_writers"] += time.thread_time() - start
+
+    jsonl_parquet.scanned_blocks, parquet.pq.ParquetWriter.write_table = timed_scan, timed_write
+    try:
+        start = time.thread_time()
+        convert()
+        main = time.thread_time() - start
+    finally:
+        jsonl_parquet.scanned_blocks, parquet.pq.ParquetWriter.write_table = scanned, write
+    return {"main": round(main, 2), **{k: round(v, 2) for k, v in spent.items()}}
+
+
 def child(mode: str, path: str, out_dir: str, limit: int) -> dict:
     """One measurement, in this (child) process."""
-    from history import parquet
-    from history.formats import iter_jsonl
-
     wall, cpu = time.perf_counter(), time.process_time()
-    if mode == "convert":
-        reader = iter_jsonl(path)
-        ops = parquet.write_run(out_dir, "bench", reader, {})["ops"]
-    elif mode == "reference":
+    from history import jsonl_parquet, parquet  # noqa: F401 - timed apart: a one-time cost
+    from history.formats import iter_jsonl
+    imports = {"import_seconds": round(time.perf_counter() - wall, 2),
+               "import_cpu_seconds": round(time.process_time() - cpu, 2)}
+
+    if mode == "convert":  # `limit` times over (the first cold, the others warm)
+        runs = []
+        for _ in range(max(limit, 1)):
+            shutil.rmtree(out_dir, ignore_errors=True)
+            wall, cpu = time.perf_counter(), time.process_time()
+            ops = parquet.write_run(out_dir, "bench", iter_jsonl(path), {})["ops"]
+            runs.append((time.perf_counter() - wall, time.process_time() - cpu))
+        walls = sorted(w for w, _ in runs)
+        result = {"ops": ops, "seconds": round(runs[0][0], 2), "cpu_seconds": round(runs[0][1], 2),
+                  "ops_per_s": round(ops / runs[0][0]), "runs": len(runs),
+                  "wall_each": [round(w, 2) for w, _ in runs], "cpu_each": [round(c, 2) for _, c in runs],
+                  "median_seconds": round(walls[len(walls) // 2], 2), "min_seconds": round(walls[0], 2),
+                  "ops_per_s_at_median": round(ops / walls[len(walls) // 2]), **imports}
+        shutil.rmtree(out_dir, ignore_errors=True)
+        result["thread_cpu_seconds"] = thread_cpu(
+            lambda: parquet.write_run(out_dir, "bench", iter_jsonl(path), {}))
+        result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        return result
+    wall, cpu = time.perf_counter(), time.process_time()
+    if mode == "reference":
         reader = iter_jsonl(path)
         ops = parquet.write_run(out_dir, "bench", itertools.islice(iter(reader), limit), {})["ops"]
     elif mode == "arrow_json":  # Arrow's C++ JSON reader, the fields but value (it has no one type)
@@ -98,6 +154,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--baseline-ops", type=int, default=1_000_000)
     parser.add_argument("--dir", default=str(REPO / "bench" / "out"))
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="conversions in the one process (the first cold, then warm: median and min)")
     parser.add_argument("--generate-only", action="store_true", help="write the history and stop")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -112,7 +170,7 @@ def main() -> None:
         print(json.dumps(report, indent=1))
         return
     report["baseline_line_count"] = measure("lines", path, out / "none", 0)
-    report["convert"] = measure("convert", path, out / "parquet", 0)
+    report["convert"] = measure("convert", path, out / "parquet", args.repeat)
     report["baseline_reference"] = measure("reference", path, out / "parquet-ref", args.baseline_ops)
     report["baseline_json_loads"] = measure("json", path, out / "none", args.baseline_ops)
     report["option_arrow_json_reader"] = measure("arrow_json", path, out / "none", args.baseline_ops)
