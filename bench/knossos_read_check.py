@@ -8,6 +8,11 @@ tests/data/README.md), beside the same-run baseline: the same files read by
 edn_format (`_read_edn_slow`), and the Python fast path alone (`_fast_edn`, what
 read them before the C pass of history/native.c). Wall and CPU seconds, and the load average:
 the machine is shared, and CPU seconds are what a quiet machine would take.
+
+Each repetition reads every file once (`read_s`; the first is cold: modules,
+buffers); then `--warm N` reads of the whole corpus in the same process give the
+median and minimum (`read_median_s`, `read_min_s`, with the number of ops),
+interleaved with the Python fast path's as the same-run baseline.
 """
 from __future__ import annotations
 
@@ -59,13 +64,38 @@ def once(files: list[Path]) -> dict:
             "load_avg_1m": round(os.getloadavg()[0], 1)}
 
 
+def warm(files: list[Path], reads: int) -> dict:
+    """The corpus read `reads` times over in this process (files in the page cache,
+    the reader's modules and buffers warm): median and minimum, wall and CPU, beside
+    the Python fast path read as many times in the same run (interleaved)."""
+    ours, python = [], []
+    for _ in range(reads):
+        ops, wall, cpu = timed(lambda: [read_history(f) for f in files])
+        ours.append((wall, cpu))
+        _py, wall, cpu = timed(lambda: [_fast_edn(f.read_bytes()) for f in files])
+        python.append((wall, cpu))
+    count = sum(map(len, ops))
+
+    def summary(runs, name):
+        walls, cpus = sorted(w for w, _ in runs), sorted(c for _, c in runs)
+        return {f"{name}_median_s": round(walls[len(walls) // 2], 4), f"{name}_min_s": round(walls[0], 4),
+                f"{name}_median_cpu_s": round(cpus[len(cpus) // 2], 4), f"{name}_min_cpu_s": round(cpus[0], 4)}
+    out = {"warm_reads": reads, "ops": count, **summary(ours, "read"), **summary(python, "python_fast_path")}
+    out["read_ops_per_s_at_median"] = round(count / out["read_median_s"])
+    out["load_avg_1m"] = round(os.getloadavg()[0], 1)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--warm", type=int, default=15, help="warm reads of the corpus after the repeats")
     args = parser.parse_args()
     files = sorted(CORPUS.rglob("*.edn"))
     for _ in range(args.repeat):
         print(json.dumps(once(files)), flush=True)
+    if args.warm:
+        print(json.dumps(warm(files, args.warm)), flush=True)
 
 
 if __name__ == "__main__":

@@ -418,23 +418,31 @@ def _fast_edn(text: str | bytes) -> list[dict] | None:
 
 
 def _native_edn(data: bytes) -> list[dict] | None:
-    """The ops of a flat Jepsen history through the C rewrite (history/native.c: the
-    passes of `_fast_edn` in one, ~2x less CPU on the Knossos corpus); None when it
-    does not apply (no library, anything but flat op maps, a leading comment)."""
+    """The ops of a flat Jepsen history through the C pass (history/native.c), which
+    rewrites it into JSON and does what `_flat_ops` does (checks each op, adds a
+    missing value and index) as it goes: orjson's dicts are the ops. None when it
+    does not apply (no library, anything but flat op maps)."""
     from history import native
 
     converted = native.edn_json(data)
     if converted is None:
         return None
-    code, maps = converted
-    head = data.lstrip(b" \t\r\n,")[:1]
-    if head == b";":
-        return None
+    code, maps, depth = converted
+    # The cyclic garbage collector paused while orjson builds the ops (dicts and lists
+    # that hold no cycles): otherwise its collections, triggered every 700 new
+    # containers and walking every older one, were a third of reading the Knossos
+    # corpus (bench/knossos_read_check.py, median of warm reads 0.080 -> 0.052 CPU-s).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         forms = orjson.loads(code)
     except orjson.JSONDecodeError:
         return None
-    return _flat_ops(forms, head, maps)
+    finally:
+        if collecting:
+            gc.enable()
+        code.release()
+    return forms[0] if depth == 2 else forms
 
 
 def _flat_ops(forms: list, head: bytes, maps: int) -> list[dict] | None:

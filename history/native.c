@@ -15,6 +15,7 @@
  * regular expression, run by Arrow's RE2).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The parser of one line: p moves forward while the text matches. */
@@ -316,7 +317,8 @@ int64_t scan_block(const uint8_t *buf, int64_t n, int64_t *line_end, uint8_t *ki
  * anything EDN has and JSON has not (symbols, ratios, 1N, odd escapes) leaves
  * invalid JSON, which the caller's JSON parser refuses. Returns the length of the
  * JSON, or -1 where the fast path does not apply (sets, tags, characters,
- * namespaced keywords, a NUL byte, nesting deeper than 64); *maps counts the '{'. */
+ * namespaced keywords, a NUL byte, nesting deeper than 64, and what is not a
+ * history of flat op maps: see below). */
 #define EDN_DEPTH 64
 
 static int edn_space(uint8_t b)
@@ -338,10 +340,54 @@ static int keyword_start(uint8_t b)
 
 static int keyword_char(uint8_t b) { return keyword_start(b) || (b >= '0' && b <= '9'); }
 
+/* The op fields edn_json checks (a map's keys, as keywords or strings). */
+enum { F_OTHER, F_TYPE, F_F, F_PROCESS, F_VALUE, F_INDEX };
+
+static int field_of(const uint8_t *name, int64_t len)
+{
+    static const char *const names[] = {"type", "f", "process", "value", "index"};
+    for (int k = 0; k < 5; k++)
+        if ((int64_t)strlen(names[k]) == len && memcmp(name, names[k], (size_t)len) == 0)
+            return k + 1;
+    return F_OTHER;
+}
+
+static int op_type(const uint8_t *name, int64_t len)
+{
+    static const char *const types[] = {"invoke", "ok", "fail", "info"};
+    for (int k = 0; k < 4; k++)
+        if ((int64_t)strlen(types[k]) == len && memcmp(name, types[k], (size_t)len) == 0)
+            return 1;
+    return 0;
+}
+
+/* -?[0-9]+ (JSON then refuses what is not a JSON integer, such as 01) */
+static int integer_token(const uint8_t *p, int64_t len)
+{
+    int64_t k = len > 0 && p[0] == '-';
+    if (k >= len)
+        return 0;
+    for (; k < len; k++)
+        if ((uint8_t)(p[k] - '0') >= 10)
+            return 0;
+    return 1;
+}
+
+/* The ops as history.formats._flat_ops would take them, checked here while the
+ * bytes go by, so that Python has nothing left to do but orjson.loads: the forms
+ * are a sequence of maps, or one vector or list of maps; no map inside an op;
+ * every op has a :type (invoke ok fail info, a keyword or string), an :f (a
+ * keyword or string) and a :process (a keyword, string or integer), each once;
+ * an op without :value gets "value":null, one without :index gets its position
+ * ("index":N), in that order, at its end (where _flat_ops would add them).
+ * Anything else declines (-1): the Python readers then read the file.
+ * maps[0] = the number of ops, maps[1] = their depth (2: inside one vector). */
 int64_t edn_json(const uint8_t *in, int64_t n, uint8_t *out, int64_t *maps)
 {
     int64_t i = 0, o = 0, opened = 0;
     int depth = 0, adjacent = 0;  /* adjacent: the last element ended right here (no space yet) */
+    int op_depth = 0;              /* the depth of the op maps: 1 (a sequence) or 2 (one vector) */
+    int field = F_OTHER, seen = 0; /* the current op's key being read; the fields it has */
     uint8_t kind[EDN_DEPTH + 1];    /* '[' or '{' */
     int64_t count[EDN_DEPTH + 1];  /* elements so far */
     kind[0] = '[';
@@ -364,6 +410,16 @@ int64_t edn_json(const uint8_t *in, int64_t n, uint8_t *out, int64_t *maps)
             uint8_t want = c == '}' ? '{' : '[';
             if (depth == 0 || kind[depth] != want)
                 return -1;
+            if (depth == op_depth) {  /* an op ends: complete it as _flat_ops would */
+                if ((count[depth] & 1) || (seen & 0xE) != 0xE)
+                    return -1;
+                if (!(seen & (1 << F_VALUE))) {
+                    memcpy(out + o, ",\"value\":null", 13);
+                    o += 13;
+                }
+                if (!(seen & (1 << F_INDEX)))
+                    o += sprintf((char *)out + o, ",\"index\":%lld", (long long)(opened - 1));
+            }
             depth--;
             out[o++] = c == ')' ? ']' : c;
             i++;
@@ -374,22 +430,42 @@ int64_t edn_json(const uint8_t *in, int64_t n, uint8_t *out, int64_t *maps)
             return -1;
         if (adjacent)  /* two elements with nothing between them ("a"1, ]1): left to the other readers */
             return -1;
-        /* an element: its separator from the one before */
+        /* an element: where it stands among the ops */
+        if (depth == 0) {
+            if (op_depth == 0)
+                op_depth = c == '{' ? 1 : (c == '[' || c == '(') ? 2 : -1;
+            if (op_depth < 0 || (op_depth == 2 && count[0] > 0))
+                return -1;
+        }
+        if ((depth == op_depth - 1) != (c == '{'))  /* the ops' sequence holds maps, and only it */
+            return -1;
+        int key = depth == op_depth && !(count[depth] & 1);  /* a key of an op */
+        int value_of_field = depth == op_depth && (count[depth] & 1) ? field : F_OTHER;
+        /* its separator from the one before */
         if (count[depth] > 0)
             out[o++] = (kind[depth] == '{' && (count[depth] & 1)) ? ':' : ',';
         count[depth]++;
         if (c == '(' || c == '[' || c == '{') {
             if (depth == EDN_DEPTH)
                 return -1;
+            if (key || value_of_field == F_TYPE || value_of_field == F_F || value_of_field == F_PROCESS)
+                return -1;
+            if (c == '{') {
+                opened++;
+                seen = 0;
+            }
             depth++;
             kind[depth] = c == '{' ? '{' : '[';
             count[depth] = 0;
-            opened += c == '{';
             out[o++] = c == '(' ? '[' : c;
             i++;
             continue;
-        } else if (c == '"') {
+        }
+        int64_t start, end;  /* the element's text: a string's or keyword's without quote or colon */
+        int text = 1;         /* a string or keyword */
+        if (c == '"') {
             out[o++] = in[i++];
+            start = i;
             while (i < n && in[i] != '"') {
                 uint8_t b = in[i];
                 if (b == '\n' || b == 0)
@@ -407,26 +483,30 @@ int64_t edn_json(const uint8_t *in, int64_t n, uint8_t *out, int64_t *maps)
             }
             if (i >= n)
                 return -1;
+            end = i;
             out[o++] = in[i++];
         } else if (c == ':') {
-            int64_t start = ++i;
+            start = ++i;
             if (i >= n || !keyword_start(in[i]))
                 return -1;
             while (i < n && keyword_char(in[i]))
                 i++;
             if (i < n && !(edn_space(in[i]) || in[i] == ')' || in[i] == ']' || in[i] == '}' || in[i] == ';'))
                 return -1;
+            end = i;
             out[o++] = '"';
             memcpy(out + o, in + start, (size_t)(i - start));
             o += i - start;
             out[o++] = '"';
         } else {
-            int64_t start = i;
+            text = 0;
+            start = i;
             while (i < n && !edn_delimiter(in[i])) {
                 if (in[i] == ':' || in[i] == '#' || in[i] == '\\' || in[i] == 0)
                     return -1;
                 i++;
             }
+            end = i;
             if (i - start == 3 && memcmp(in + start, "nil", 3) == 0) {
                 memcpy(out + o, "null", 4);
                 o += 4;
@@ -435,11 +515,24 @@ int64_t edn_json(const uint8_t *in, int64_t n, uint8_t *out, int64_t *maps)
                 o += i - start;
             }
         }
+        if (key) {
+            field = text ? field_of(in + start, end - start) : F_OTHER;
+            if (field != F_OTHER) {
+                if (seen & (1 << field))  /* a field twice: left to the other readers */
+                    return -1;
+                seen |= 1 << field;
+            }
+        } else if ((value_of_field == F_TYPE && !(text && op_type(in + start, end - start)))
+                   || (value_of_field == F_F && !text)
+                   || (value_of_field == F_PROCESS && !text && !integer_token(in + start, end - start))) {
+            return -1;
+        }
         adjacent = 1;
     }
-    if (depth != 0)
+    if (depth != 0 || op_depth == 0)
         return -1;
     out[o++] = ']';
-    *maps = opened;
+    maps[0] = opened;
+    maps[1] = op_depth;
     return o;
 }
