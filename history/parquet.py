@@ -129,7 +129,7 @@ class TableWriter:
         names = self.schema.names[1:]
         columns = list(zip(*self.buffer))
         arrays = [self._run_column(len(self.buffer))]
-        arrays += [pa.array(col, self.file_schema.field(name).type) for name, col in zip(names, columns)]
+        arrays += [_as_array(col, self.file_schema.field(name).type) for name, col in zip(names, columns)]
         self.buffer.clear()
         self._wait(pa.Table.from_arrays(arrays, schema=self.file_schema))
 
@@ -155,6 +155,8 @@ class TableWriter:
 def _as_array(values, kind: pa.DataType) -> pa.Array:
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values.cast(kind)
+    if pa.types.is_dictionary(kind):  # (Arrow makes no dictionary straight from numpy)
+        return pa.array(values, kind.value_type).dictionary_encode()
     return pa.array(values, kind)
 
 
