@@ -137,11 +137,11 @@ def _rate_lines(ax, client: list[Op], edges, width_s: float, rate: RateHeld) -> 
         counts, _ = np.histogram(invoked, bins=edges)
         ax.step(edges[:-1] * SECONDS, counts / width_s, where="post", color="#555555", lw=0.8, label="invoked")
     lo, hi = rate.phase[0] * SECONDS, rate.phase[1] * SECONDS
-    ax.hlines(rate.configured, lo, hi, colors="black", linestyles="--", lw=1.2,
+    ax.hlines(rate.configured, lo, hi, colors="black", linestyles=(0, (4, 3)), lw=1.0,
               label=f"configured {rate.configured:g} ops/s")
     if rate.achieved is not None:
         word = "held" if rate.held else "not held"
-        ax.hlines(rate.achieved, lo, hi, colors="#1f77b4", lw=1.6,
+        ax.hlines(rate.achieved, lo, hi, colors="black", lw=1.8,
                   label=f"invoked outside faults {rate.achieved:.1f} ops/s ({word})")
 
 

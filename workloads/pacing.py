@@ -1,9 +1,9 @@
 """One schedule of invocation times shared by all of a workload's clients.
 
 The configured rate is over all clients together. A client that sleeps a mean
-gap of concurrency/rate after each op's completion invokes at 1/(gap + latency),
-so 10 clients at 100 ops/s held 85 ops/s with sends at 10 ms (Kafka 4.1.1, no
-fault), and far less with slower answers. Here each free client takes the next
+gap of concurrency/rate after each op's completion invokes at 1/(gap + latency):
+10 clients at 100 ops/s held 87-95 ops/s away from faults with sends at 10 ms
+(docs/performance.md, issue 40), and far less with slower answers. Here each free client takes the next
 time of one Poisson schedule at the configured rate, as Jepsen's `stagger` hands
 its ops to free threads: latency no longer subtracts from the rate while a
 client is free to take the next slot. A slot nobody was free to take is not
