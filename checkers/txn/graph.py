@@ -49,7 +49,10 @@ def unique_edges(edges) -> np.ndarray:
     if not len(edges):
         return edges
     if edges[:, :2].min() >= 0 and edges[:, :2].max() < 1 << 30:  # one int64 per edge: a 1-d sort
-        code = np.unique((edges[:, 0] << 32) | (edges[:, 1] << 2) | edges[:, 2])
+        # a sort and a compare, not np.unique: numpy 2.4's hash-based unique took 1.5 s
+        # for 2.5M codes where this takes 0.15 (1M-transaction bench history)
+        code = np.sort((edges[:, 0] << 32) | (edges[:, 1] << 2) | edges[:, 2])
+        code = code[np.concatenate([[True], code[1:] != code[:-1]])]
         return np.stack([code >> 32, (code >> 2) & ((1 << 30) - 1), code & 3], axis=1)
     return np.unique(edges, axis=0)
 
