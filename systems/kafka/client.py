@@ -150,7 +150,7 @@ class _Poller:
 POLL_WAIT_S = 0.1      # a poll with nothing fetched waits this long for a fetch (Jepsen's 100 ms)
 FETCHED_AT_ONCE = 10_000
 KEPT_RECORDS = 20_000  # records kept for a key not being read; past that it is sought again when read
-COORDINATOR_S = 20.0   # the set-up's wait for the reads' group coordinator (KafkaLogClient._find_coordinator)
+COORDINATOR_S = 10.0   # the set-up's wait for the reads' group coordinator (KafkaLogClient._find_coordinator)
 
 
 class _KeptReader:
