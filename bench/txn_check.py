@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.engines.measure import (delta, gib, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,  # noqa: E402
-                                   read_everything)
+                                   read_everything, workers_cpu_seconds)
 from bench.engines.synthetic import load_flat  # noqa: E402
 from bench.engines.txn_synthetic import INJECTED, write_tables  # noqa: E402
 from history.parquet import SCHEMAS  # noqa: E402
@@ -61,7 +61,7 @@ def scc_times(sends, reads, ends) -> dict:
     total = n + int((kind == cycles.RT_OUT).sum())
     out = {"nodes": total, "edges": int(len(src))}
     started = time.perf_counter()
-    labels = cycles._labels(n, src, dst, kind, tuple(range(6)))
+    labels = cycles._labels(total, src, dst, kind, tuple(range(6)))
     out["scipy_s"] = round(time.perf_counter() - started, 2)
     out["components"] = int(labels.max() + 1)
     try:
@@ -127,9 +127,11 @@ def main() -> None:
             rows = sum(read_everything(read_table(spark, [run_dir], t)) for t in SCHEMAS)
             base_s, base_cpu = time.perf_counter() - started, delta(jvm_cpu_seconds(spark), cpu)
             started, cpu, py = time.perf_counter(), jvm_cpu_seconds(spark), time.process_time()
+            workers = workers_cpu_seconds(spark)
             txn = check_runs([run_dir], [run], spark=spark, names={"txn"})[run]["txn"]
             txn_s, txn_cpu = time.perf_counter() - started, delta(jvm_cpu_seconds(spark), cpu)
             txn_py = time.process_time() - py
+            txn_workers = delta(workers_cpu_seconds(spark), workers)
             log_s, log_cpu = float("nan"), None
             if not args.no_log_baseline:
                 started, cpu = time.perf_counter(), jvm_cpu_seconds(spark)
@@ -137,7 +139,7 @@ def main() -> None:
                 log_s, log_cpu = time.perf_counter() - started, delta(jvm_cpu_seconds(spark), cpu)
             counts = {k: v for k, v in txn["counts"].items() if v}
             entry["spark"] = {"txn_s": round(txn_s, 1), "scan_baseline_s": round(base_s, 1),
-                              "txn_jvm_cpu_s": txn_cpu, "txn_driver_python_cpu_s": round(txn_py, 1),
+                              "txn_jvm_cpu_s": txn_cpu, "txn_driver_python_cpu_s": round(txn_py, 1), "txn_workers_python_cpu_s": txn_workers,
                               "scan_jvm_cpu_s": base_cpu, "log_jvm_cpu_s": log_cpu,
                               "log_checker_s": round(log_s, 1), "ratio_to_scan": round(txn_s / base_s, 1),
                               "ratio_to_log": round(txn_s / log_s, 2), "rows": rows, "counts": counts,

@@ -14,6 +14,7 @@ from matplotlib.ticker import FuncFormatter
 
 from .figures import SECONDS, figure, outside_legend, shade_faults, to_data_uri
 from .ops import NEMESIS, Fault, Op
+from .rate import RateHeld
 
 POINT_BUDGET = 20_000
 TYPE_COLOURS = {"ok": "#2ca02c", "fail": "#d62728", "info": "#ff7f0e"}
@@ -100,7 +101,9 @@ def _quantile_lines(ax, client: list[Op], buckets: int = 60) -> None:
         ax.plot(mids, np.maximum(qs[:, col], 1e-3), style, color="black", lw=1, label=f"ok {name}")
 
 
-def throughput_plot(ops: list[Op], faults: list[Fault]) -> str | None:
+def throughput_plot(ops: list[Op], faults: list[Fault], rate: RateHeld | None = None) -> str | None:
+    """Completions per second by type; with the run's rate figure (reports/rate.py), the
+    invocations per second beside the configured rate and the rate achieved outside faults."""
     client = _client_ops(ops)
     if not client:
         return None
@@ -117,11 +120,29 @@ def throughput_plot(ops: list[Op], faults: list[Fault]) -> str | None:
             if len(sel):
                 counts, _ = np.histogram(sel, bins=edges)
                 ax.step(edges[:-1] * SECONDS, counts / width_s, where="post", color=colour, label=kind)
+        if rate is not None:
+            _rate_lines(ax, client, edges, width_s, rate)
         ax.set_xlabel("time since the start (s)")
-        ax.set_ylabel("completions / s")
-        ax.set_title("Throughput by completion type")
+        ax.set_ylabel("ops / s")
+        ax.set_title("Throughput by completion type" + ("" if rate is None else ", invocations against the configured rate"))
         outside_legend(fig, ax)
         return to_data_uri(fig)
+
+
+def _rate_lines(ax, client: list[Op], edges, width_s: float, rate: RateHeld) -> None:
+    """Invocations per bucket, the configured rate over the main phase, and the rate
+    achieved outside fault windows (the summary's figure) as a line over the same span."""
+    invoked = np.fromiter((op.start for op in client if op.invoke_index is not None), dtype=np.int64)
+    if len(invoked):
+        counts, _ = np.histogram(invoked, bins=edges)
+        ax.step(edges[:-1] * SECONDS, counts / width_s, where="post", color="#555555", lw=0.8, label="invoked")
+    lo, hi = rate.phase[0] * SECONDS, rate.phase[1] * SECONDS
+    ax.hlines(rate.configured, lo, hi, colors="black", linestyles=(0, (4, 3)), lw=1.0,
+              label=f"configured {rate.configured:g} ops/s")
+    if rate.achieved is not None:
+        word = "held" if rate.held else "not held"
+        ax.hlines(rate.achieved, lo, hi, colors="black", lw=1.8,
+                  label=f"invoked outside faults {rate.achieved:.1f} ops/s ({word})")
 
 
 def overview_plot(ops: list[Op], faults: list[Fault]) -> str | None:

@@ -22,6 +22,7 @@ from .diff_grid import differences_by_key, divergent_records, grids, replica_log
 from .ops import fault_intervals, fault_table, mark_referenced, nemesis_label, pair_ops
 from .ops_table import select_rows
 from .perf_plots import latency_plot, overview_plot, throughput_plot
+from .rate import rate_held
 from .render import render
 from .replica_plots import partition_series, replica_plot
 from .scenario import OP_COLUMNS, read_scenario, scenario_ops, scenario_verdict
@@ -173,6 +174,7 @@ def _build(store_dir: Path) -> str:
     diff = grids(store.dumps, keys, differing, focus_offsets(told), logs)
     if not diff and not keys:
         diff = grids(store.dumps, list(range(DETAIL_PARTITIONS)), differing, logs=logs)
+    rate = rate_held(ops, faults, store.test) if scenario is None else None
     timeline = windows(ops, faults)
     in_timeline = {i for w in timeline for b in w.boxes for i in b.indices}
     rows, total = select_rows(store.history, ops, referenced, also=in_timeline)
@@ -207,7 +209,8 @@ def _build(store_dir: Path) -> str:
         "timeline_of": {i: b.anchor for w in timeline for b in w.boxes for i in b.indices},
         "table_anchors": table_anchors,
         "latency": latency_plot(ops, faults),
-        "throughput": throughput_plot(ops, faults),
+        "throughput": throughput_plot(ops, faults, rate),
+        "rate": rate,
         "overview": overview_plot(ops, faults),
         "windows": timeline,
         "faults": faults,

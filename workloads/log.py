@@ -1,7 +1,8 @@
 """The `log` workload, after Jepsen's Kafka workload, over any system's
 `harness.sut.LogClient`.
 
-K keys, C client processes, a send/poll mix at a target rate. Every op is an
+K keys, C client processes, a send/poll mix at a target rate over all of them
+(each free client takes the next time of one schedule: workloads/pacing.py). Every op is an
 invoke and a completion in the history: `ok`; `fail` only when the write
 definitely did not happen (DefiniteError); `info` when it may have
 (IndefiniteError, timeouts, anything unexpected). A process that got `info`
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 
 from harness.steps import StepError
 from harness.sut import AbsentError, ClientError, DefiniteError
+from workloads.pacing import Pacer
 
 ABSENT_STABLE = 2.0  # s: a key's log must stay absent this long, on every probe, before it counts as gone
 STUCK_S = 10.0       # s: a final read stuck at one offset below the key's end this long looks past it
@@ -188,18 +190,20 @@ class LogWorkload:
 
     # -- main phase --------------------------------------------------------
     async def run(self, deadline: float) -> None:
+        """C clients taking invocation times from one schedule at the configured rate
+        (workloads/pacing.py) until the deadline."""
+        self.pacer = Pacer(self.cfg.rate, random.Random(self.rng.random()))
         async with asyncio.TaskGroup() as tg:
             for p in range(self.cfg.concurrency):
                 tg.create_task(self._worker(p, deadline))
 
     async def _worker(self, process: int, deadline: float) -> None:
         rng = random.Random(self.rng.random())
-        mean_gap = self.cfg.concurrency / self.cfg.rate
         client = self.client()
         positions: dict[int, int] = {}
         try:
             while True:
-                await asyncio.sleep(rng.expovariate(1.0 / mean_gap))
+                await self.pacer.wait()
                 if time.monotonic() >= deadline:
                     return
                 if rng.random() < self.cfg.send_fraction:

@@ -98,11 +98,10 @@ class QueueWorkload(LogWorkload):
     # -- main phase ------------------------------------------------------------
     async def _worker(self, process: int, deadline: float) -> None:
         rng = random.Random(self.rng.random())
-        mean_gap = self.cfg.concurrency / self.cfg.rate
         client = await self._start(process, rng)
         try:
             while True:
-                await asyncio.sleep(rng.expovariate(1.0 / mean_gap))
+                await self.pacer.wait()
                 if time.monotonic() >= deadline:
                     return
                 if self.opts.consumer == "assign" and rng.random() < REASSIGN_P:

@@ -36,6 +36,30 @@ def jvm_cpu_seconds(spark) -> float | None:
         return None
 
 
+def workers_cpu_seconds(spark) -> float | None:
+    """User + system CPU seconds of the JVM's Python workers (pyspark.daemon and its forks,
+    running or exited: /proc's utime, stime, cutime and cstime of the JVM's descendants),
+    which `jvm_cpu_seconds` does not count."""
+    try:
+        jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        stats = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as handle:
+                        stats[int(entry)] = handle.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+        below, frontier = set(), {jvm}
+        while frontier:
+            frontier = {pid for pid, f in stats.items() if int(f[1]) in frontier} - below
+            below |= frontier
+        ticks = sum(int(stats[pid][i]) for pid in below for i in (11, 12, 13, 14))
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except Exception:  # noqa: BLE001 - a measurement, not a result
+        return None
+
+
 def python_peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 

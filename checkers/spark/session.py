@@ -130,6 +130,9 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
         # Cached facts are built once and scanned a few times: compressing
         # their columns cost more CPU than the scans saved (measured).
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
+        # The txn checker collects every transaction and edge (integer columns: ~1.1 GB
+        # at 10M transactions); the driver's heap is the limit, not the 1 GiB default.
+        .config("spark.driver.maxResultSize", "0")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")

@@ -30,15 +30,18 @@ class Graph:
 
     ids: np.ndarray         # int64: invoke index of each transaction in the graph
     complete: np.ndarray    # int64: completion index of an ok transaction; -1 for info
-    edges: np.ndarray       # int64 [n, 3]: src id, dst id, kind (WW / WR / PROCESS); unique rows
+    edges: np.ndarray       # int64 [n, 3]: src id, dst id, kind (WW / WR / PROCESS); may repeat
     findings: dict = field(default_factory=dict)  # name -> (count, examples)
     counts: dict = field(default_factory=dict)    # committed / aborted / indefinite
 
-    def __post_init__(self) -> None:
-        self.edges = unique_edges(self.edges)
-
     def node(self, ids: np.ndarray) -> np.ndarray:
-        """Positions of transaction ids in `ids`."""
+        """Positions of transaction ids in `ids`: a gather from a table by id when the ids
+        are dense (invocation indexes are: 3x faster than a binary search of 25M edges
+        among 8M transactions), else a binary search."""
+        if len(self.ids) and 0 <= self.ids[0] and self.ids[-1] < 4 * len(self.ids) + (1 << 20):
+            table = np.zeros(int(self.ids[-1]) + 1, dtype=np.int64)
+            table[self.ids] = np.arange(len(self.ids))
+            return table[ids]
         return np.searchsorted(self.ids, ids)
 
 
@@ -49,7 +52,10 @@ def unique_edges(edges) -> np.ndarray:
     if not len(edges):
         return edges
     if edges[:, :2].min() >= 0 and edges[:, :2].max() < 1 << 30:  # one int64 per edge: a 1-d sort
-        code = np.unique((edges[:, 0] << 32) | (edges[:, 1] << 2) | edges[:, 2])
+        # a sort and a compare, not np.unique: numpy 2.4's hash-based unique took 1.5 s
+        # for 2.5M codes where this takes 0.15 (1M-transaction bench history)
+        code = np.sort((edges[:, 0] << 32) | (edges[:, 1] << 2) | edges[:, 2])
+        code = code[np.concatenate([[True], code[1:] != code[:-1]])]
         return np.stack([code >> 32, (code >> 2) & ((1 << 30) - 1), code & 3], axis=1)
     return np.unique(edges, axis=0)
 

@@ -150,6 +150,7 @@ class _Poller:
 POLL_WAIT_S = 0.1      # a poll with nothing fetched waits this long for a fetch (Jepsen's 100 ms)
 FETCHED_AT_ONCE = 10_000
 KEPT_RECORDS = 20_000  # records kept for a key not being read; past that it is sought again when read
+COORDINATOR_S = 10.0   # the set-up's wait for the reads' group coordinator (KafkaLogClient._find_coordinator)
 
 
 class _KeptReader:
@@ -348,6 +349,26 @@ class KafkaLogClient:
                     raise DefiniteError(f"create topic: {e}") from None
 
         await asyncio.to_thread(create)
+        await asyncio.to_thread(self._find_coordinator)
+
+    def _find_coordinator(self) -> None:
+        """The reads' group coordinator, found once during the set-up (best effort).
+
+        librdkafka's Python consumer must have a group.id, and its first coordinator lookup
+        makes the cluster create `__consumer_offsets` (KRaft: 50 partitions x the replication
+        factor). At the workload's first poll that took the first 2-3 s of the main phase:
+        sends at 0.3-1 s and 20-80 invocations/s of 100 (Kafka 4.1.1, docs/performance.md,
+        issue 40). Asking for a committed offset waits for that coordinator."""
+        from confluent_kafka import TopicPartition
+
+        deadline = time.monotonic() + COORDINATOR_S
+        consumer = self._consumer_()
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                consumer.committed([TopicPartition(TOPIC, 0)], timeout=max(0.5, left))
+                return
+            except Exception:  # noqa: BLE001 - not yet (COORDINATOR_NOT_AVAILABLE, a timeout): again
+                time.sleep(0.2)
 
     async def metadata(self) -> dict[int, KeyMeta]:
         return {k: partition_meta(p) for k, p in (await self.describe()).items()}

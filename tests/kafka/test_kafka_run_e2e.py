@@ -54,6 +54,9 @@ def test_run_with_every_fault_ends_with_a_verdict_and_kafka_in_the_report(tmp_pa
     page = (store / "report.html").read_text()
     # the plots are of the partitions an anomaly names, or of the first ones when none does
     assert re.search(r'id="replica-\d+"', page), "no partition's LEO/HW plot"
+    # the configured rate (100 ops/s by default) beside what the clients invoked outside faults
+    assert re.search(r'<p id="rate-held" class="meta">rate (held|not held): \d+\.\d ops/s of 100 configured '
+                     r'outside fault windows', page), "no rate figure"
     if "partition" in faults:   # the seed draws from six faults; a partition is not certain
         assert "topology-plot" in page
     else:
