@@ -29,9 +29,20 @@ from history.column_flatten import ColumnFlattener
 _TYPE_TEXT = pa.array(TYPE_NAMES)
 
 
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable"), by a radix sort when the values span less
+    than 2**16 (processes, sessions, keys and lines of a run nearly always do):
+    numpy sorts 16-bit integers by radix, ~8x faster than int64 here."""
+    if len(values):
+        low = int(values.min())
+        if int(values.max()) - low < 1 << 16:  # Python ints: no int64 overflow
+            return np.argsort((values - low).astype(np.uint16), kind="stable")
+    return np.argsort(values, kind="stable")
+
+
 def _same_process(process: np.ndarray):
     """-> (previous op of the same process or -1, each process's first op, its last op)."""
-    order = np.argsort(process, kind="stable")
+    order = stable_order(process)
     ordered = process[order]
     new = np.ones(len(order), bool)
     new[1:] = ordered[1:] != ordered[:-1]
@@ -110,7 +121,7 @@ class RunFlattener(ColumnFlattener):
             columns = _with_rows(columns, extra)
             at = np.concatenate((at, [row[0] for row in extra]))
         self._leave_open(block, lines, lasts[invoke[lasts]])
-        order = pa.array(np.argsort(at, kind="stable"))
+        order = pa.array(stable_order(at))
         return {name: _array(col).take(order) for name, col in columns.items()}
 
     def _leave_open(self, block: Block, lines: np.ndarray, open_at: np.ndarray) -> None:
@@ -208,7 +219,9 @@ class RunFlattener(ColumnFlattener):
         read = np.flatnonzero(seg_pairs)  # segments with reads: streams with none get no count
         if not len(read):
             return first
-        order = np.lexsort((seg_key[read], seg_session[read]))  # stable: history order within a stream
+        # by session, then key; stable: history order within a stream (np.lexsort's order)
+        order = stable_order(seg_key[read])
+        order = order[stable_order(seg_session[read][order])]
         at = read[order]
         s, k, pairs = seg_session[at], seg_key[at], seg_pairs[at]
         new = np.ones(len(at), bool)
