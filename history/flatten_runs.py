@@ -40,6 +40,17 @@ def stable_order(values: np.ndarray) -> np.ndarray:
     return np.argsort(values, kind="stable")
 
 
+def _unique(values: np.ndarray):
+    """np.unique(values, return_index=True, return_inverse=True), by stable_order."""
+    order = stable_order(values)
+    ordered = values[order]
+    new = np.ones(len(order), bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    which = np.empty(len(order), np.int64)
+    which[order] = np.cumsum(new) - 1
+    return ordered[new], order[new], which
+
+
 def _same_process(process: np.ndarray):
     """-> (previous op of the same process or -1, each process's first op, its last op)."""
     order = stable_order(process)
@@ -150,7 +161,7 @@ class RunFlattener(ColumnFlattener):
         if not len(ok):
             return None
         # Sessions, numbered in order of first appearance (constant per process in a run).
-        procs, first_seen, which = np.unique(process[ok], return_index=True, return_inverse=True)
+        procs, first_seen, which = _unique(process[ok])
         session_of = np.zeros(len(procs), np.int64)
         for u in np.argsort(first_seen).tolist():
             session_of[u] = self.session_of(str(procs[u]))
