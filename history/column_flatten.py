@@ -32,6 +32,8 @@ class StreamCounts:
         self.idle: dict[int, tuple[int, int]] = {}  # session -> (file offset, bytes)
         self.used: set[int] = set()
         self.spill = None
+        self.end = 0  # the file's size
+        self.moved = False  # read from since the last write
 
     def of(self, session: int) -> dict[int, int]:
         """The counts of one session's streams (key -> reads so far), to read and update."""
@@ -47,14 +49,18 @@ class StreamCounts:
             counts = self.live.pop(session)
             if self.spill is None:
                 self.spill = tempfile.TemporaryFile()
-            at = self.spill.seek(0, os.SEEK_END)
-            self.idle[session] = (at, self.spill.write(marshal.dumps(counts)))
+            if self.moved:  # a session came back since: the file is not at its end
+                self.spill.seek(0, os.SEEK_END)
+                self.moved = False
+            self.idle[session] = (self.end, self.spill.write(marshal.dumps(counts)))
+            self.end += self.idle[session][1]
         self.used.clear()
 
     def _unspill(self, at: int, n: int) -> dict[int, int]:
         if not n:
             return {}
         self.spill.seek(at)
+        self.moved = True
         return marshal.loads(self.spill.read(n))
 
     def close(self) -> None:

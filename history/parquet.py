@@ -84,6 +84,7 @@ class TableWriter:
             at = self.schema.get_field_index(name)
             self.file_schema = self.file_schema.set(at, pa.field(name, DICTIONARY_TYPE))
         self.run_dictionary = pa.array([run], pa.string())
+        self.run_indices = pa.repeat(pa.scalar(0, pa.int32()), 0)
         self.writer = pq.ParquetWriter(path, self.file_schema, compression="snappy", store_schema=False,
                                       use_dictionary=[c for c in DICTIONARY_COLUMNS if c in self.schema.names],
                                       write_statistics=[c for c in self.schema.names if c not in NO_STATISTICS])
@@ -140,7 +141,9 @@ class TableWriter:
             self.flush()
 
     def _run_column(self, n: int) -> pa.Array:
-        return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), self.run_dictionary)
+        if n > len(self.run_indices):  # zeros, sliced for every chunk (no array per chunk)
+            self.run_indices = pa.repeat(pa.scalar(0, pa.int32()), max(n, 2 * len(self.run_indices)))
+        return pa.DictionaryArray.from_arrays(self.run_indices.slice(0, n), self.run_dictionary)
 
     def close(self) -> None:
         try:

@@ -293,5 +293,10 @@ def test_stream_counts_come_back_from_the_spill_file():
         assert streams.of(1) == {5: 3, -7: 1, 10**15: 2}
         assert streams.of(2) == {4: 10}
         assert streams.of(3) == {}
+        streams.of(1)[5] += 1
+        streams.settle()
+        streams.settle()  # spilled again, after reads from the file
+        assert streams.live == {}
+        assert (streams.of(2), streams.of(1)) == ({4: 10}, {5: 4, -7: 1, 10**15: 2})
     finally:
         streams.close()
