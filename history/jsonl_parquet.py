@@ -4,8 +4,8 @@ Why: `harness check --engine spark` converts the history before any Spark job
 runs, and op by op (orjson, then the Flattener) that took over a minute for a
 10M-op history. Here the file is read in blocks of whole lines; each block is
 scanned into columns (`history.jsonl_scan`: the harness's own send and poll
-lines proven by one regex and cut up with numpy, any other line decoded by
-the reference reader), and flattened a run of lines at a time
+lines parsed by one C pass, or proven by one regex and cut up with numpy
+without the C library; any other line decoded by the reference reader), and flattened a run of lines at a time
 (`history.flatten_runs`), with the ops the reference must see one by one
 (resets, the final phase, lines of other shapes) fed to the reference
 Flattener in between. The rows are the reference's, in its order (a test
