@@ -38,6 +38,7 @@ table, whatever the history's size.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from typing import Iterator
@@ -50,31 +51,36 @@ BLOCK_BYTES = 4 << 20
 AHEAD = 2  # blocks scanned ahead of the writer
 
 
-def read_blocks(path: str, block_bytes: int) -> Iterator[bytes]:
-    """Blocks of whole lines in file order; the last holds whatever follows the
-    last newline (a cut-off line)."""
+def read_blocks(path: str, block_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines in file order, as (data, size): the block is data's first
+    `size` bytes; the line cut off after them is read again at the start of the next
+    block (a seek back), so a block costs one read and no copy (the copies of
+    joining and cutting blocks were ~0.1 CPU-s per 2M lines). The last block holds
+    whatever follows the last newline (a cut-off line)."""
     carry = b""
     with open(path, "rb", buffering=0) as handle:
         while True:
             chunk = handle.read(block_bytes)
             if not chunk:
                 if carry:
-                    yield carry
+                    yield carry, len(carry)
                 return
-            data = carry + chunk if carry else chunk
-            cut = data.rfind(b"\n") + 1
+            if carry:  # a line longer than a block
+                chunk, carry = carry + chunk, b""
+            cut = chunk.rfind(b"\n") + 1
             if not cut:
-                carry = data
+                carry = chunk
                 continue
-            carry = data[cut:]
-            yield data[:cut] if carry else data
+            if cut < len(chunk):  # the cut-off line lies in what this read returned
+                handle.seek(cut - len(chunk), os.SEEK_CUR)
+            yield chunk, cut
 
 
 def scanned_blocks(history: JsonlOps, block_bytes: int | None = None) -> Iterator[Block]:
     """The file's blocks scanned, in order (errors surface in line order)."""
     lineno, position = 1, 0
-    for data in read_blocks(history.path, block_bytes or BLOCK_BYTES):
-        block = scan(data, lineno, position, history.decode)
+    for data, size in read_blocks(history.path, block_bytes or BLOCK_BYTES):
+        block = scan(data, lineno, position, history.decode, size=size)
         lineno += len(block)
         position += len(block) - sum(op is None for op in block.others.values())
         yield block

@@ -100,17 +100,22 @@ def is_active(op: dict) -> bool:
     return f in DATA_FS or f in RESET_FS and op.get("type") != "invoke"
 
 
-def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native: bool = True) -> Block:
+def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native: bool = True,
+         size: int | None = None) -> Block:
     """Columns of a block of whole lines (only the file's last line may lack its newline).
 
     Every column comes from one C pass (`history.native`) when its library is
     built, else from numpy and Arrow (`use_native=False` forces that way: the
     tests compare the two).
 
+    The block is data's first `size` bytes (all of it by default).
+
     `decode(line, lineno, position)` decodes an OTHER line (JsonlOps.decode):
     it raises HistoryError for a bad line and returns None for a skipped one.
     """
-    columns = native.scan_block(data) if use_native else None
+    if size is None:
+        size = len(data)
+    columns = native.scan_block(data, size) if use_native else None
     if columns is not None:  # every column in one C pass (history/native.c)
         ends = columns.pop("ends")
         starts = np.concatenate(([0], ends[:-1]))
@@ -118,6 +123,8 @@ def scan(data: bytes, first_lineno: int, first_position: int, decode, use_native
         _order_keys(block)
         _decode_others(block, data, starts, ends, first_position, decode)
         return block
+    if size != len(data):
+        data = data[:size]
     buf = np.frombuffer(data, np.uint8)
     ends = np.flatnonzero(buf == 10) + 1
     if not data.endswith(b"\n"):

@@ -91,20 +91,22 @@ def _outputs(n: int) -> tuple:
     return _scratch.arrays
 
 
-def scan_block(data: bytes):
+def scan_block(data: bytes, size: int | None = None):
     """The whole scan of a block in one C pass (native.c's scan_block): -> a dict of the
-    line ends and the `history.jsonl_scan.Block` columns; None without the library."""
+    line ends and the `history.jsonl_scan.Block` columns of data's first `size` bytes;
+    None without the library."""
     lib = library()
     if lib is None:
         return None
     import numpy as np
     import pyarrow as pa
 
-    arrays = _outputs(len(data))
+    size = len(data) if size is None else size
+    arrays = _outputs(size)
     (line_end, kind, typ, index, process, send_key, send_offset, has_offset, process_offset,
      process_bytes, value_offset, value_bytes, seg_line, seg_key, seg_first, seg_pairs,
      pair_offset, pair_value_offset, pair_bytes, counts) = arrays
-    count = lib.scan_block(data, len(data), *(a.ctypes.data for a in arrays))
+    count = lib.scan_block(data, size, *(a.ctypes.data for a in arrays))
     segs, pairs = int(counts[0]), int(counts[1])
 
     def texts(offsets, values, size):

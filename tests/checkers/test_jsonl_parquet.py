@@ -300,3 +300,16 @@ def test_stream_counts_come_back_from_the_spill_file():
         assert (streams.of(2), streams.of(1)) == ({4: 10}, {5: 4, -7: 1, 10**15: 2})
     finally:
         streams.close()
+
+
+@pytest.mark.parametrize("block_bytes", [1, 7, 64, 1000])
+def test_blocks_are_whole_lines_and_cover_the_file(tmp_path, block_bytes):
+    """read_blocks: each block ends at a newline (but a cut-off last line), lines longer
+    than a block included, and together the blocks are the file."""
+    path = tmp_path / "h.jsonl"
+    rng = random.Random(block_bytes)
+    text = b"".join(b"x" * rng.randrange(0, 150) + b"\n" for _ in range(200)) + b"cut-off"
+    path.write_bytes(text)
+    blocks = [data[:size] for data, size in jsonl_parquet.read_blocks(str(path), block_bytes)]
+    assert b"".join(blocks) == text
+    assert all(block.endswith(b"\n") for block in blocks[:-1]) and blocks[-1] == b"cut-off"

@@ -45,9 +45,9 @@ MEANINGFUL = {"type": lambda kind: np.flatnonzero(kind != jsonl_scan.OTHER),
 def assert_same_blocks(path, block_bytes):
     history = iter_jsonl(path)
     lineno = 1
-    for data in read_blocks(str(path), block_bytes):
-        native = jsonl_scan.scan(data, lineno, lineno - 1, history.decode)
-        numpy_way = jsonl_scan.scan(data, lineno, lineno - 1, history.decode, use_native=False)
+    for data, size in read_blocks(str(path), block_bytes):
+        native = jsonl_scan.scan(data, lineno, lineno - 1, history.decode, size=size)
+        numpy_way = jsonl_scan.scan(data[:size], lineno, lineno - 1, history.decode, use_native=False)
         assert np.array_equal(native.kind, numpy_way.kind)
         for name, got in vars(native).items():
             want = getattr(numpy_way, name)
