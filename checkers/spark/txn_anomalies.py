@@ -197,7 +197,10 @@ def check(job) -> dict:
     from checkers.txn.explain import cycle_transactions
     from checkers.txn.result import summarize
 
+    from checkers.spark.session import ship_package
+
     tables = job.tables
+    ship_package(tables.spark.sparkContext)  # the tasks import checkers.txn on a cluster's executors too
     ended = np.array(sorted({row["k"] for row in tables.ends.select("k").collect()}), dtype=np.int64)
     collected = (_rows(tables).repartition(tables.width, "k")
                  .mapInArrow(partial(_task, ended), OUT).toArrow())

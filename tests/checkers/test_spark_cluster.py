@@ -16,8 +16,10 @@ import pytest
 from checkers.linearizability import same_verdicts
 from checkers.check_store import check_store
 from tests.checkers import log_dumps, log_histories
+from history.formats import read_history
 from tests.checkers.spark_cluster import StandaloneCluster
 from tests.checkers.test_store import make_store
+from tests.checkers.txn_cases import path as txn_case
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]  # a cluster, a Spark job and local[2] on a loaded 2-core machine
 
@@ -31,6 +33,8 @@ RUNS = {"clean": (log_histories.clean, log_dumps.agreeing),
 def campaign_root(root: Path) -> Path:
     for name, (history, dumps) in RUNS.items():
         make_store(root / "log" / name, history().ops, dumps())
+    # transactions: the txn checker's per-key step runs in the executors' Python workers
+    make_store(root / "queue" / "G1c", read_history(txn_case("G1c")), {})
     return root
 
 
@@ -64,4 +68,9 @@ def test_a_standalone_cluster_checks_a_campaign_like_local(spark, tmp_path):
         assert (remote["engine"], here["engine"]) == ("spark", "local")
         assert remote["valid"] == here["valid"], name
         assert same_verdicts(remote["checkers"]) == same_verdicts(here["checkers"]), name
+    remote = json.loads((on_cluster / "queue" / "G1c" / "results.json").read_text())
+    here = check_store(str(tmp_path / "local" / "queue" / "G1c"))
+    assert remote["engine"] == "spark"  # results.json against the in-process result, both as JSON
+    assert remote["checkers"]["txn"] == json.loads(json.dumps(here["checkers"]["txn"]))
+    assert remote["checkers"]["txn"]["counts"]["G1c"] == 1
     assert not any(running(pid) for pid in cluster.pids())
