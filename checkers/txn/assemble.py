@@ -101,10 +101,3 @@ def _kind(pairs: np.ndarray, kind: int) -> np.ndarray:
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     return np.concatenate([pairs, np.full((len(pairs), 1), kind, dtype=np.int64)], axis=1)
 
-
-def empty_frames() -> dict[str, pd.DataFrame]:
-    """Column names of each KeyFacts frame, for building facts from collected rows."""
-    return {"nodes": ["txn", "t", "p", "complete"], "inconsistent": ["key", "offset", "vt", "v"],
-            "duplicate": ["key", "vt", "v", "offset"], "aborted_reads": ["key", "w", "vt", "v", "r"],
-            "own_reads": ["w", "key", "vt", "v"], "unread": ["key", "vt", "v", "offset", "w", "t"],
-            "max_read": ["key", "offset"]}
