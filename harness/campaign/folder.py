@@ -200,7 +200,10 @@ def campaign_folders(store_root: str | os.PathLike, name: str | None = None) -> 
 
 
 def latest_unfinished(store_root, name: str) -> CampaignFolder | None:
-    open_ = [f for f in campaign_folders(store_root, name) if f.finished() is None]
+    """The last campaign of this name with planned runs not done: killed before its end, or
+    ended by its budget (or a stop) with runs left, which `--resume` continues."""
+    open_ = [f for f in campaign_folders(store_root, name)
+             if f.finished() is None or any(not st.done for st in f.run_states().values())]
     return open_[-1] if open_ else None
 
 
