@@ -47,7 +47,8 @@ class Workload(Protocol):
 
     # optional (a workload with transactions): one scripted transaction of the scenario's writer
     async def txn(self, key: int, count: int, expect: str, step: int | None,
-                  coordinator_not: str | None = None) -> dict: ...
+                  coordinator_not: str | None = None, abort_after: float | None = None,
+                  background: bool = False, coordinator: str | None = None) -> dict: ...
 
 
 @dataclass
@@ -154,6 +155,9 @@ class Txn:
     count: int = 1
     expect: str = "ok"
     coordinator_not: str | None = None   # a node reference: the writer's coordinator must be another node
+    coordinator: str | None = None       # a node reference: the writer's coordinator must be that node
+    abort_after: float | None = None     # s the application waits for a send before it aborts
+    background: bool = False             # started, not waited for: the steps after it run meanwhile
     resolve: Callable[[str], Awaitable[str]] | None = None
     action: str = "txn"
     index: int | None = None
@@ -166,7 +170,11 @@ class Txn:
         avoid = None
         if self.coordinator_not is not None:
             avoid = await self.resolve(self.coordinator_not) if self.resolve else self.coordinator_not
-        return await scripted(self.key, self.count, self.expect, self.index, coordinator_not=avoid)
+        want = None
+        if self.coordinator is not None:
+            want = await self.resolve(self.coordinator) if self.resolve else self.coordinator
+        return await scripted(self.key, self.count, self.expect, self.index, coordinator_not=avoid,
+                              abort_after=self.abort_after, background=self.background, coordinator=want)
 
 
 def label(step) -> str:

@@ -247,11 +247,13 @@ class QueueClient(Protocol):
     async def assign(self, keys: list[int]) -> None:
         """Consume these keys, from the group's committed positions (no membership)."""
 
-    async def txn(self, mops: list[list], abort: bool = False) -> list[list]:
+    async def txn(self, mops: list[list], abort: bool = False, abort_after: float | None = None) -> list[list]:
         """One transaction of micro-ops ["send", key, value] / ["poll"], the polled
         positions committed inside it -> the completed micro-ops ["send", key, [offset,
         value]] / ["poll", {key: [[offset, value], ...]}]. `abort`: abort it on purpose at
-        the end (DefiniteError, with the completed micro-ops in `.completed`)."""
+        the end (DefiniteError, with the completed micro-ops in `.completed`). `abort_after`
+        (s): the application waits that long for a send's acknowledgement and, without one,
+        aborts while the send is in flight (DefiniteError once the abort succeeded)."""
 
     async def send(self, key: int, value: Any) -> int:
         """One send outside a transaction -> its offset."""

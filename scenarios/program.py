@@ -151,8 +151,9 @@ class ScenarioProgram:
                             via=a.via, resolve=self.resolve, **common)
             elif step.action == "txn":
                 a = step.args
-                yield Txn(a.key, a.count, a.expect, coordinator_not=a.coordinator_not, resolve=self.resolve,
-                          **common)
+                yield Txn(a.key, a.count, a.expect, coordinator_not=a.coordinator_not, coordinator=a.coordinator,
+                          abort_after=a.abort_after,
+                          background=a.background, resolve=self.resolve, **common)
             elif step.action == "wait":
                 yield Wait(step, self, **common)
             elif step.action == "sleep":

@@ -75,6 +75,21 @@ class TxnArgs(_Strict):
     count: int = Field(1, ge=1, le=100)
     expect: Literal["ok", "any"] = "ok"  # "ok": a transaction that is not committed fails the step
     coordinator_not: str | None = None
+    coordinator: str | None = None   # a node reference: the writer's coordinator is that node
+    # s the application waits for each send's acknowledgement; without one it aborts the
+    # transaction while the send is still in flight (an application bounding its own waits)
+    abort_after: float | None = Field(None, gt=0, le=120)
+    # started and not waited for: the next steps run while it is open (a fault in its middle);
+    # the writer's next txn step, and the final phase, wait for it first
+    background: bool = False
+
+    @model_validator(mode="after")
+    def _background_expects_any(self):
+        if self.coordinator is not None and self.coordinator_not is not None:
+            raise ValueError("give coordinator or coordinator_not, not both")
+        if self.background and self.expect != "any":
+            raise ValueError("a background transaction is not waited for: use expect: any")
+        return self
 
 
 class Measure(_Strict):
@@ -472,8 +487,9 @@ def _check_references_in(scenario: Scenario, system, capabilities, plan: roles.L
                         raise ScenarioError(f"{where}: txn steps need the queue workload's transactional "
                                             f"writer: add `workload: queue` to the scenario")
                     capabilities.require(TRANSACTIONS, where)
-                    if step.args.coordinator_not is not None:
-                        check(step.args.coordinator_not)
+                    for ref in (step.args.coordinator_not, step.args.coordinator):
+                        if ref is not None:
+                            check(ref)
             elif step.action == "wait":
                 try:
                     step.parsed = conditions.parse(step.args.until, plan, bound)

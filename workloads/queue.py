@@ -73,7 +73,8 @@ class QueueWorkload(LogWorkload):
         # the scenario's transactional writer (txn steps): its client, process, transactional id and coordinator
         self._txn_writer = None
         self._txn_writer_info: dict = {}
-        self._txn_avoid: str | None = None        # the node the writer's coordinator must not be (coordinator_not)
+        self._txn_avoid: tuple[str, str] | None = None   # ("not" | "is", node): the writer's coordinator (coordinator_not / coordinator)
+        self._txn_background: asyncio.Task | None = None   # the writer's background transaction (a txn step's)
 
     def transactional_id(self, process: int) -> str:
         return f"replog-{self.tag}-p{process}"
@@ -179,11 +180,13 @@ class QueueWorkload(LogWorkload):
                 self.in_flight[key] -= 1
             self.txn_in_flight[tid] -= 1
 
-    async def _end_txn(self, client, op: dict, mops: list[list], abort: bool) -> tuple[dict, bool]:
+    async def _end_txn(self, client, op: dict, mops: list[list], abort: bool,
+                       abort_after: float | None = None) -> tuple[dict, bool]:
         """Run the transaction and record its completion -> (the completion, whether the process goes on)."""
         client.transaction_producer = None   # set by the client from this transaction's answer
         try:
-            done = await asyncio.wait_for(client.txn(mops, abort), 3 * self.cfg.request_timeout + 5)
+            run = client.txn(mops, abort, abort_after) if abort_after else client.txn(mops, abort)
+            done = await asyncio.wait_for(run, 3 * self.cfg.request_timeout + 5 + (abort_after or 0))
         except asyncio.CancelledError:
             self.history.complete(op, "info", mops, error="cancelled", producer=_producer(client))
             raise
@@ -240,15 +243,22 @@ class QueueWorkload(LogWorkload):
         raise StepError("the queue workload has no scripted writes; scenarios run with --workload log")
 
     async def txn(self, key: int, count: int, expect: str = "ok", step: int | None = None,
-                  coordinator_not: str | None = None) -> dict:
+                  coordinator_not: str | None = None, abort_after: float | None = None,
+                  background: bool = False, coordinator: str | None = None) -> dict:
         """One transaction of the scenario's writer (a `txn` step): begin, `count` sends to key,
         commit, recorded as the random clients' `txn` op (same outcomes, same retirement: after
         an `info` or a fenced producer the next step's transaction is a new process's, with a new
         transactional id). `coordinator_not` (a node): the writer's transactional id is one whose
         transaction coordinator is another node (DB.transaction_coordinator), chosen when the
-        writer is made. expect "ok": a transaction that did not commit raises StepError."""
+        writer is made. expect "ok": a transaction that did not commit raises StepError.
+        `abort_after` (s): the writer aborts when a send is not acknowledged in that time.
+        `background`: started and not waited for (the step returns at once, with the writer);
+        the writer's next transaction, and close(), wait for it first."""
+        await self.txn_settled()
         if coordinator_not is not None:
-            self._txn_avoid = coordinator_not   # for this writer and its successors
+            self._txn_avoid = ("not", coordinator_not)   # for this writer and its successors
+        if coordinator is not None:
+            self._txn_avoid = ("is", coordinator)
         if self._txn_writer is None:
             await self._new_txn_writer(self._txn_avoid)
         client, info = self._txn_writer, self._txn_writer_info
@@ -256,43 +266,70 @@ class QueueWorkload(LogWorkload):
         mops = [["send", key, next(self._values)] for _ in range(count)]
         op = self.history.invoke(process, "txn", mops)
         self.in_flight[key] = self.in_flight.get(key, 0) + 1
-        try:
-            done, goes_on = await self._end_txn(client, op, mops, abort=False)
-        finally:
-            self.in_flight[key] -= 1
-        if not goes_on:   # Jepsen's rule: a process whose outcome is unknown or fenced is not reused
-            await client.close()
-            self._txn_writer = None
-        record = {"process": process, "transactional_id": info["transactional_id"], "type": done["type"],
-                  "value": done["value"], **{k: done[k] for k in ("error", "producer") if k in done}}
-        if expect == "ok" and done["type"] != "ok":
-            raise StepError(f"transaction {done['type']}: {done.get('error') or 'not committed'}")
+
+        async def run() -> dict:
+            try:
+                done, goes_on = await self._end_txn(client, op, mops, abort=False, abort_after=abort_after)
+            finally:
+                self.in_flight[key] -= 1
+            if not goes_on:   # Jepsen's rule: a process whose outcome is unknown or fenced is not reused
+                await client.close()
+                if self._txn_writer is client:
+                    self._txn_writer = None
+            return {"process": process, "transactional_id": info["transactional_id"], "type": done["type"],
+                    "value": done["value"], **{k: done[k] for k in ("error", "producer") if k in done}}
+
+        if background:
+            self._txn_background = asyncio.ensure_future(run())
+            self.log(f"txn of process {process} started in the background: {mops}")
+            return {"txn": {"process": process, "transactional_id": info["transactional_id"], "background": True,
+                            "value": mops}, "writer": dict(info)}
+        record = await run()
+        if expect == "ok" and record["type"] != "ok":
+            raise StepError(f"transaction {record['type']}: {record.get('error') or 'not committed'}")
         return {"txn": record, "writer": dict(info)}
 
-    async def _new_txn_writer(self, coordinator_not: str | None) -> None:
+    async def txn_settled(self) -> None:
+        """Wait for the writer's background transaction, if one is open (its outcome is in the
+        history; how it ended does not stop the scenario: a background txn expects any)."""
+        task, self._txn_background = self._txn_background, None
+        if task is not None:
+            try:
+                record = await task
+                self.log(f"background txn of process {record['process']}: {record['type']}"
+                         f"{': ' + record['error'] if record.get('error') else ''}")
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - recorded by _end_txn; nothing to add
+                self.log(f"background txn: {type(e).__name__}: {e}")
+
+    async def _new_txn_writer(self, rule: tuple[str, str] | None) -> None:
         process = self.new_process()
         tid, why = self.transactional_id(process), {}
-        if coordinator_not is not None:
-            tid, why = await self._transactional_id_away_from(process, coordinator_not)
+        if rule is not None:
+            tid, why = await self._transactional_id_with(process, *rule)
         self._txn_writer = self.queue_client(process, tid)
         self._txn_writer_info = {"process": process, "transactional_id": tid, **why}
 
-    async def _transactional_id_away_from(self, process: int, node: str, tries: int = 64) -> tuple[str, dict]:
-        """A transactional id of this process whose coordinator is not `node`."""
+    async def _transactional_id_with(self, process: int, how: str, node: str, tries: int = 64) -> tuple[str, dict]:
+        """A transactional id of this process whose coordinator is not `node` (how "not") or is
+        `node` (how "is")."""
+        word = "coordinator_not" if how == "not" else "coordinator"
         look = getattr(self.db, "transaction_coordinator", None)
         if look is None:
-            raise StepError("coordinator_not: this system does not name a transaction's coordinator; leave it out")
+            raise StepError(f"{word}: this system does not name a transaction's coordinator; leave it out")
         seen = {}
         for i in range(tries):
             tid = f"{self.transactional_id(process)}-{i}"
             coordinator, why = await look(tid)
-            if coordinator is not None and coordinator != node:
+            if coordinator is not None and (coordinator != node if how == "not" else coordinator == node):
                 return tid, why
             seen = why
-        raise StepError(f"coordinator_not {node}: {tries} transactional ids all had {node} or no node as "
-                        f"their coordinator (last: {seen}); is {node} the only broker?")
+        raise StepError(f"{word} {node}: {tries} transactional ids all had "
+                        f"{'it' if how == 'not' else 'another node'} or no node as their coordinator (last: {seen})")
 
     async def close(self) -> None:
+        await self.txn_settled()
         if self._txn_writer is not None:
             await self._txn_writer.close()
             self._txn_writer = None
@@ -302,6 +339,7 @@ class QueueWorkload(LogWorkload):
     async def final_reads(self, recovery_timeout: float) -> dict:
         """Every key read from 0 to its end with a read_committed consumer, once no
         transaction is open on it (see the module docstring)."""
+        await self.txn_settled()   # a scenario's background transaction ends first (the faults are healed)
         client = self.client()
         process = self.new_process()
         reader = self.queue_client(process)

@@ -23,9 +23,8 @@ Definitions (Jepsen's Kafka queue checker, after Elle):
   value its own transaction sent is `precommitted-read` (no edge), a read of a
   value whose transaction failed is `G1a`;
 - `txn-lost-write`: a committed send never read although the key was read at
-  or past its offset, or, its offset unknown (an indefinite transaction proven
-  committed by a sibling value), although the key was read to its end in the
-  final phase.
+  or past its offset, or read to its end in the final phase (with its offset
+  known or not: an indefinite transaction proven committed by a sibling value).
 
 Rows are pandas frames of integer columns. A value is (vt, v): vt 0 is a
 canonical integer text and v the integer; vt 1 is any other text, v a number
@@ -104,7 +103,11 @@ def key_facts(S: pd.DataFrame, R: pd.DataFrame, ended) -> KeyFacts:
     max_read = R.groupby("key")["offset"].max()
     reached = sent["key"].map(max_read).fillna(-1).to_numpy()
     offset = sent["offset"].to_numpy()
-    lost = np.where(~np.isnan(offset), offset <= reached, sent["key"].isin(ended).to_numpy())
+    # read to its end in the final phase: every committed send's offset is below that end (its
+    # commit marker follows it), even where the read's last record is not past it (a
+    # read_committed read skips aborted records and markers, so its last record can be older)
+    read_out = sent["key"].isin(ended).to_numpy()
+    lost = np.where(~np.isnan(offset), (offset <= reached) | read_out, read_out)
     unread = sent[lost][["key", "vt", "v", "offset", "w", "t"]]
     max_read = max_read[max_read.index.isin(unread["key"])].rename("offset").reset_index()
     return KeyFacts(ww, wr, nodes, proven, P[at_offset > 1], P[spread > 1][["key", "vt", "v", "offset"]],

@@ -82,6 +82,24 @@ class KafkaOptions(SystemOptions):
     # transaction (protocol v2), 0 and 1 the original protocol. None: the version's default
     # (4.x: 2; 3.9: 0), filled in here. Refused on ZooKeeper, and 1 or 2 on 3.9.
     transaction_version: Literal[0, 1, 2] | None = None
+    # Producer properties of the `queue` workload's client over the harness's own (kafka-clients
+    # names with client=java, librdkafka's otherwise), e.g. a scenario that needs the client's
+    # delivery timeout just past its request timeout: {delivery.timeout.ms: 4600}. From the
+    # command line: `--option producer=delivery.timeout.ms:4600,metadata.max.age.ms:300000`.
+    producer: dict[str, str] = {}
+
+    @field_validator("producer", mode="before")
+    @classmethod
+    def _producer_settings(cls, v):
+        if isinstance(v, str):
+            pairs = [item.split(":", 1) for item in v.split(",") if item.strip()]
+            if any(len(pair) != 2 for pair in pairs):
+                raise ValueError(f"producer={v!r}: give name:value pairs separated by commas, e.g. "
+                                 f"producer=delivery.timeout.ms:4600,metadata.max.age.ms:300000")
+            return {name.strip(): value.strip() for name, value in pairs}
+        if isinstance(v, dict):
+            return {str(k): (str(val).lower() if isinstance(val, bool) else str(val)) for k, val in v.items()}
+        return v
 
     @model_validator(mode="after")
     def _transaction_version(self) -> "KafkaOptions":

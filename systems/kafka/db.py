@@ -160,10 +160,10 @@ class KafkaDb(NodeDaemons):
             from systems.kafka.java_queue import JavaQueueClient
 
             return JavaQueueClient(self.client_jvms(), ",".join(f"{h}:{p}" for h, p in self.endpoints()),
-                                   request_timeout, name, group, txn)
+                                   request_timeout, name, group, txn, self.options.producer)
         from systems.kafka.queue import KafkaQueueClient
 
-        return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn)
+        return KafkaQueueClient(self.endpoints(), request_timeout, name, group, txn, self.options.producer)
 
     async def transaction_coordinator(self, transactional_id: str) -> tuple[str | None, dict]:
         """The node coordinating a transactional id, and why (systems/kafka/coordinator.py)."""

@@ -25,11 +25,12 @@ from systems.kafka.queue import Aborted
 
 class JavaQueueClient:
     def __init__(self, jvms: ClientJvms, bootstrap: str, request_timeout: float, name: str, group: str,
-                 txn: bool = True):
+                 txn: bool = True, producer: dict | None = None):
         self.jvms = jvms
         self.bootstrap = bootstrap
         self.request_timeout = request_timeout
         self.name, self.group, self.txn_mode = name, group, txn
+        self.producer_settings = dict(producer or {})   # kafka-clients properties over the defaults
         self.cid = next(jvms.clients)
         self._jvm: ClientJvm | None = None
         self._events: list[tuple[str, list[int]]] = []
@@ -49,7 +50,8 @@ class JavaQueueClient:
         if self._jvm is None:
             opened = await jvm.call(self.cid, "q_open", {
                 "bootstrap": self.bootstrap, "timeout_ms": int(self.request_timeout * 1000), "name": self.name,
-                "group": self.group, "txn": self.txn_mode})
+                "group": self.group, "txn": self.txn_mode,
+                "producer": {k: str(v) for k, v in self.producer_settings.items()}})
             if opened.get("type") != "ok":
                 raise DefiniteError(f"open: {opened.get('error')}")
             self._jvm = jvm
@@ -90,9 +92,12 @@ class JavaQueueClient:
     async def assign(self, keys: list[int]) -> None:
         await self._call("q_assign", {"keys": keys})
 
-    async def txn(self, mops: list[list], abort: bool = False) -> list[list]:
+    async def txn(self, mops: list[list], abort: bool = False, abort_after: float | None = None) -> list[list]:
         wire = [["send", m[1], encode(m[2]).decode()] if m[0] == "send" else ["poll"] for m in mops]
-        return _completed((await self._call("q_txn", {"mops": wire, "abort": abort}))["value"])
+        args = {"mops": wire, "abort": abort}
+        if abort_after:
+            args["abort_after_ms"] = int(abort_after * 1000)
+        return _completed((await self._call("q_txn", args))["value"])
 
     async def send(self, key: int, value) -> int:
         return (await self._call("q_send", {"key": key, "value": encode(value).decode()}))["value"]

@@ -76,10 +76,11 @@ class KafkaQueueClient:
     transaction_producer = None
 
     def __init__(self, bootstrap: list[tuple[str, int]], request_timeout: float, name: str, group: str,
-                 txn: bool = True):
+                 txn: bool = True, producer: dict | None = None):
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in bootstrap)
         self.request_timeout = request_timeout
         self.name, self.group, self.txn_mode = name, group, txn
+        self.producer_settings = dict(producer or {})   # librdkafka properties over the defaults
         self._worker = _Worker(f"kafka-queue-{name}")
         self._producer = None
         self._initialised = False
@@ -105,6 +106,7 @@ class KafkaQueueClient:
                     "request.timeout.ms": max(1000, ms - 500), "message.timeout.ms": ms}
             if self.txn_mode:
                 conf.update({"transactional.id": self.name, "transaction.timeout.ms": TXN_TIMEOUT_MS})
+            conf.update(self.producer_settings)
             self._producer = Producer(conf)
         if self.txn_mode and not self._initialised:
             try:
@@ -189,10 +191,12 @@ class KafkaQueueClient:
         await self._call(assign)
 
     # -- transactions --------------------------------------------------------------
-    async def txn(self, mops: list[list], abort: bool = False) -> list[list]:
-        return await self._call(self._txn, mops, abort)
+    async def txn(self, mops: list[list], abort: bool = False, abort_after: float | None = None) -> list[list]:
+        return await self._call(self._txn, mops, abort, abort_after)
 
-    def _txn(self, mops: list[list], abort: bool) -> list[list]:
+    def _txn(self, mops: list[list], abort: bool, abort_after: float | None = None) -> list[list]:
+        """One transaction; abort_after (s): the application waits that long for each send's
+        delivery report and, without one, aborts while the send is still in flight."""
         producer = self._producer_()
         self._revoked = False
         done: list[list] = []
@@ -200,7 +204,7 @@ class KafkaQueueClient:
             producer.begin_transaction()
             for mop in mops:
                 if mop[0] == "send":
-                    done.append(["send", mop[1], [self._send_one(producer, mop[1], mop[2]), mop[2]]])
+                    done.append(["send", mop[1], [self._send_one(producer, mop[1], mop[2], abort_after), mop[2]]])
                 else:
                     done.append(["poll", {k: [[o, v] for o, v in recs] for k, recs in self._poll_one().items()}])
             if self._revoked:
@@ -223,7 +227,7 @@ class KafkaQueueClient:
         self._commit(producer, done)
         return done
 
-    def _send_one(self, producer, key: int, value) -> int:
+    def _send_one(self, producer, key: int, value, abort_after: float | None = None) -> int:
         """Produce one record and wait for its delivery report -> its offset."""
         result: dict = {}
         event = threading.Event()
@@ -233,9 +237,12 @@ class KafkaQueueClient:
             event.set()
 
         producer.produce(TOPIC, value=encode(value), partition=key, on_delivery=delivered)
-        deadline = time.monotonic() + self.request_timeout + 1
+        deadline = time.monotonic() + (abort_after or self.request_timeout + 1)
         while not event.is_set():
             if time.monotonic() > deadline:
+                if abort_after:
+                    raise DefiniteError(f"send: not acknowledged in {abort_after:g} s: the application aborts "
+                                        f"the transaction")
                 raise IndefiniteError("no delivery report")
             producer.poll(0.05)
         if result["err"] is not None:

@@ -18,6 +18,7 @@ EXPECTED = {
     "G1a": ({"G1a": 1}, False),
     "precommitted-read": ({"precommitted-read": 1}, False),
     "lost-write": ({"txn-lost-write": 2}, False),
+    "lost-write-past-last-read": ({"txn-lost-write": 1}, False),
     "duplicate": ({"txn-duplicate": 1}, False),
     "inconsistent-offsets": ({"txn-inconsistent-offsets": 1, "txn-lost-write": 1}, False),
 }

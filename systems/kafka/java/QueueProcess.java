@@ -99,6 +99,7 @@ final class QueueProcess {
     final String bootstrap, name, group;
     final int timeoutMs;
     final boolean txn;
+    final JsonNode producerSettings;   // kafka-clients properties over the defaults (the `producer` option)
     final ExecutorService thread;
     KafkaProducer<byte[], String> producer;
     boolean initialised;
@@ -115,6 +116,7 @@ final class QueueProcess {
         this.name = args.path("name").asText();
         this.group = args.path("group").asText();
         this.txn = args.path("txn").asBoolean(true);
+        this.producerSettings = args.path("producer");
         this.thread = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "queue-" + id);
             t.setDaemon(true);
@@ -153,7 +155,9 @@ final class QueueProcess {
                 consumer().subscribe(Collections.singletonList(TOPIC), listener());
                 return null;
             case "q_assign": assign(args.path("keys")); return null;
-            case "q_txn": txn(args.path("mops"), args.path("abort").asBoolean(false), done); return done;
+            case "q_txn":
+                txn(args.path("mops"), args.path("abort").asBoolean(false), args.path("abort_after_ms").asLong(0), done);
+                return done;
             case "q_send": return ReplogKafkaClient.JSON.getNodeFactory().numberNode(
                 send(args.path("key").asInt(), args.path("value").asText()));
             case "q_poll": return poll();
@@ -192,6 +196,7 @@ final class QueueProcess {
                 p.put("transactional.id", name);
                 p.put("transaction.timeout.ms", Integer.toString(TXN_TIMEOUT_MS));
             }
+            producerSettings.fields().forEachRemaining(e -> p.put(e.getKey(), e.getValue().asText()));
             producer = new KafkaProducer<>(p, new ByteArraySerializer(), new StringSerializer());
         }
         if (txn && !initialised) {
@@ -312,7 +317,10 @@ final class QueueProcess {
     }
 
     // -- transactions ------------------------------------------------------------------
-    void txn(JsonNode mops, boolean abort, ArrayNode done) {
+    /** One transaction. abortAfterMs > 0: the application waits that long for each send's
+     * acknowledgement and, without one, aborts while the send is still in flight (as an
+     * application bounding its own waits does; a scenario's `txn` step `abort_after`). */
+    void txn(JsonNode mops, boolean abort, long abortAfterMs, ArrayNode done) {
         txnProducer = null;
         KafkaProducer<byte[], String> p = producer();
         revoked = false;
@@ -322,7 +330,7 @@ final class QueueProcess {
                 if (mop.path(0).asText().equals("send")) {
                     int key = mop.path(1).asInt();
                     String value = mop.path(2).asText();
-                    long offset = sendOne(p, key, value);
+                    long offset = sendOne(p, key, value, abortAfterMs);
                     done.addArray().add("send").add(key).addArray().add(offset).add(value);
                 } else {
                     ObjectNode polled = pollOne();
@@ -382,9 +390,17 @@ final class QueueProcess {
         }
     }
 
-    long sendOne(KafkaProducer<byte[], String> p, int key, String value) throws Exception {
+    long sendOne(KafkaProducer<byte[], String> p, int key, String value, long abortAfterMs) throws Exception {
         Future<RecordMetadata> f = p.send(new ProducerRecord<>(TOPIC, key, null, value));
         try {
+            if (abortAfterMs > 0) {
+                try {
+                    return f.get(abortAfterMs, TimeUnit.MILLISECONDS).offset();
+                } catch (java.util.concurrent.TimeoutException e) {
+                    throw new Outcome("fail", "send: not acknowledged in " + abortAfterMs
+                                      + " ms: the application aborts the transaction");
+                }
+            }
             return f.get(timeoutMs + 1000L, TimeUnit.MILLISECONDS).offset();
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
