@@ -72,7 +72,8 @@ TABLE = {  # DESIGN.md, scenario table: era -> declared verdict
     "tiered-remote-segment-lost": {"epoch": (False, ["lost-write"])},
     "kafka-tiered-remote-segment-lost": {"4.1.1": (False, ["lost-write"]), "4.2.1": (False, ["lost-write"])},
     # issue 37: a late transactional produce taken for the next transaction's (docs/findings/kafka.md)
-    "kafka-late-commit": {v: (True, []) for v in ("java-tv1", "java-tv2", "librdkafka-tv1", "librdkafka-tv2")},
+    "kafka-late-commit": {**{v: (True, []) for v in ("java-tv2", "librdkafka-tv1", "librdkafka-tv2", "librdkafka-3.9")},
+                          **{v: (False, ["txn-lost-write"]) for v in ("java-tv1", "java-3.9")}},
 }
 
 
@@ -267,6 +268,12 @@ def test_a_scenarios_request_timeout_reaches_its_writers_client():
     ("- txn: {key: 0, count: 0}\n", {"workload": "queue"}, "step 1 (txn): count:"),
     ("- txn: {key: 0, acks: 1}\n", {"workload": "queue"}, "step 1 (txn): acks: unknown field"),
     ("- txn: {coordinator_not: B}\n", {"workload": "queue"}, "step 1 (txn): unknown node 'B'"),
+    ("- txn: {coordinator: B}\n", {"workload": "queue"}, "step 1 (txn): unknown node 'B'"),
+    ("- txn: {coordinator: n1, coordinator_not: n2}\n", {"workload": "queue"},
+     "step 1 (txn): give coordinator or coordinator_not, not both"),
+    ("- txn: {key: 0, background: true}\n", {"workload": "queue"},
+     "step 1 (txn): a background transaction is not waited for: use expect: any"),
+    ("- txn: {key: 0, abort_after: 0}\n", {"workload": "queue"}, "step 1 (txn): abort_after:"),
     ("- txn: 2\n", {"workload": "queue", "system": "replica"}, "does not support 'transactions' (needed for step 1 (txn))"),
     ("- write: 2\n", {"workload": "queue"}, "step 1 (write): write steps are the log workload's"),
 ])
@@ -292,4 +299,8 @@ def test_a_scenarios_workload_and_its_options_are_checked_and_reach_the_spec():
                       workload="queue", workload_options={"consumer": "assign"}))
     assert (s.steps[0].args.count, s.steps[0].args.expect) == (2, "any")
     spec = scenario_spec(s, "4.1.1")
+    s = parse(_script("- txn: {key: 0, expect: any, abort_after: 2, background: true, coordinator: n2}\n",
+                      system="kafka", nodes=3, settings={}, workload="queue"))
+    a = s.steps[0].args
+    assert (a.abort_after, a.background, a.coordinator) == (2, True, "n2")
     assert (spec.workload, spec.workload_options["consumer"]) == ("queue", "assign")
