@@ -141,7 +141,8 @@ _ALL = [
     Anomaly("txn-lost-write", "txn",
             "A committed transaction's send (the transaction ok, or indefinite with one of its values read: "
             "transactions are atomic) was never read, although its key was read past its offset, or to "
-            "its end when the offset is unknown.",
+            "its end in the final phase (a read_committed read skips aborted records, so its last "
+            "record can be below a lost send's offset).",
             "{n} committed transactional write{s} lost", (":lost-write",),
             "Jepsen's :lost-write under its own name; ours is named apart from the log checker's "
             "lost-write (acknowledged sends only), which runs on the same history."),
