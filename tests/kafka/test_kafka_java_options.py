@@ -75,3 +75,18 @@ def test_the_transaction_coordinator_partition_is_kafkas():
     # negative hashes: Utils.abs is Math.abs (a run's broker log: "Initialized transactionalId
     # replog-91372665-p0 ... on partition __transaction_state-20", p13 on 28)
     assert partition_for("replog-91372665-p0", 50) == 20 and partition_for("replog-91372665-p13", 50) == 28
+
+
+def test_producer_properties_come_as_a_map_or_as_name_value_pairs():
+    """The `producer` option (a scenario's client configuration, e.g. kafka-late-commit's):
+    a map in a spec or scenario, `name:value,name:value` from the command line; values are
+    the clients' property strings."""
+    want = {"delivery.timeout.ms": "4600", "metadata.max.age.ms": "300000"}
+    assert SYSTEM.parse_options({}).producer == {}
+    assert SYSTEM.parse_options({"producer": {"delivery.timeout.ms": 4600, "metadata.max.age.ms": 300000}}
+                                ).producer == want
+    assert SYSTEM.parse_options({"producer": "delivery.timeout.ms:4600, metadata.max.age.ms:300000"}).producer == want
+    assert SYSTEM.parse_options({"producer": {"enable.idempotence": True}}).producer == {"enable.idempotence": "true"}
+    with pytest.raises(ValidationError) as e:
+        SYSTEM.parse_options({"producer": "delivery.timeout.ms=4600"})
+    assert "give name:value pairs separated by commas" in str(e.value)
