@@ -32,7 +32,7 @@ from .linear_page import WIDTH as LINEAR_WIDTH
 from .linear_page import panels as linear_panels
 from .node_events import read_node_events
 from .store_reader import read_store
-from .story import focus_offsets, held_values, plot_marks, stories
+from .story import focus_offsets, held_records, held_values, plot_marks, stories
 from . import config as run_config
 from .timeline import windows
 from .transactions import section as transactions_section
@@ -163,7 +163,8 @@ def _build(store_dir: Path) -> str:
     logs = replica_logs(store.dumps)
     differing = differences_by_key(store.results, store.dumps)
     told = stories(store.history, faults, store.samples, found, read_node_events(store.path, clock),
-                   drops, divergent_records(differing), held_values(logs) if logs else None)
+                   drops, divergent_records(differing), held_values(logs) if logs else None,
+                   held_records(logs) if logs else None)
     keys = sorted(set(keys) | {s.key for s in told})
     marks = plot_marks(told)
     series = partition_series(store.samples, set(keys))

@@ -53,6 +53,10 @@ class Story:
     faults: list[Event] = field(default_factory=list)
     removal: list[Event] = field(default_factory=list)
     now: str = ""  # what the offset holds in the end
+    # a transactional write: its transaction and the same process's transaction before it
+    # (producer id and epoch where the client says them): a late message of that one can
+    # stand for this one's (KAFKA-17754's class)
+    txn: list[Event] = field(default_factory=list)
 
     @property
     def anchor(self) -> str:
@@ -66,21 +70,31 @@ class Story:
 
 # ----------------------------------------------------------------- writes
 def _sends(history: list[dict]) -> dict[tuple[int, Any], tuple[dict | None, dict]]:
-    """(key, value) -> (invoke line, ok line) of every acknowledged send."""
+    """(key, value) -> (invoke line, ok line) of every acknowledged send: a `send` op's, or
+    a send of a committed (`ok`) `txn` op's (the ok line then carries `txn`: the txn's
+    completion)."""
     open_: dict[Any, dict] = {}
     acked = {}
     for line in history:
-        if line.get("f") != "send" or line.get("process") == NEMESIS:
+        if line.get("f") not in ("send", "txn") or line.get("process") == NEMESIS:
             continue
         if line.get("type") == "invoke":
-            open_[line.get("process")] = line
+            open_[(line.get("f"), line.get("process"))] = line
         elif line.get("type") == "ok":
-            inv = open_.pop(line.get("process"), None)
+            inv = open_.pop((line.get("f"), line.get("process")), None)
             try:
-                key, (offset, value) = line["value"]
-                acked[(int(key), value)] = (inv, {**line, "offset": offset})
+                if line["f"] == "send":
+                    key, (offset, value) = line["value"]
+                    acked[(int(key), value)] = (inv, {**line, "offset": offset})
+                    continue
+                for mop in line["value"]:
+                    if isinstance(mop, list) and len(mop) == 3 and mop[0] == "send":
+                        key, (offset, value) = mop[1], mop[2]
+                        acked[(int(key), value)] = (inv, {**line, "offset": offset, "txn": line})
             except (TypeError, ValueError, KeyError):
                 continue
+        elif line.get("type") in ("fail", "info"):
+            open_.pop((line.get("f"), line.get("process")), None)
     return acked
 
 
@@ -232,6 +246,16 @@ def _faults(faults: list[Fault], start: float, end: float | None) -> list[Event]
     return out
 
 
+def held_records(logs: dict[int, dict[str, dict]]) -> dict[tuple[int, int], dict[str, Any]]:
+    """(key, offset) -> node -> the value its log holds there (from the dumps)."""
+    out: dict[tuple[int, int], dict[str, Any]] = defaultdict(dict)
+    for key, nodes in logs.items():
+        for node, log in nodes.items():
+            for offset, rec in log["records"].items():
+                out[(key, offset)][node] = rec[2]
+    return dict(out)
+
+
 def held_values(logs: dict[int, dict[str, dict]]) -> dict[int, set]:
     """key -> every value some replica still holds (from the dumps)."""
     return {key: {rec[2] for node in nodes.values() for rec in node["records"].values()
@@ -242,7 +266,8 @@ def held_values(logs: dict[int, dict[str, dict]]) -> dict[int, set]:
 def stories(history: list[dict], faults: list[Fault], samples: list[dict], anomalies: list[Anomaly],
             events: list[NodeEvent], drops: list[dict],
             divergent: list[tuple[int, int, list[tuple[str, Any, Any]]]],
-            held: dict[int, set] | None = None) -> list[Story]:
+            held: dict[int, set] | None = None,
+            records: dict[tuple[int, int], dict[str, Any]] | None = None) -> list[Story]:
     """One story per loss (see `losses`), then one per divergent offset (key, offset, [(node, epoch, value)])
     not already told.  With the replicas' dumps (``held``), a write some replica still holds
     is not lost, only beyond the final reads (their HW stopped short of it): no story."""
@@ -253,7 +278,7 @@ def stories(history: list[dict], faults: list[Fault], samples: list[dict], anoma
     lost = [w for w in losses(history, anomalies) if not held or w[2] not in held.get(w[0], ())]
     for key, offset, value in lost[:MAX_ROWS]:
         told.append(_story(key, offset, value, "lost", acked, first_read, final,
-                           types, faults, samples, events, drops))
+                           types, faults, samples, events, drops, history, records))
     seen = {(s.key, s.offset) for s in told}
     for key, offset, holders in divergent:
         if (key, offset) in seen or len(told) >= MAX_ROWS:
@@ -269,8 +294,37 @@ def stories(history: list[dict], faults: list[Fault], samples: list[dict], anoma
     return told
 
 
+def _producer_text(line: dict) -> str:
+    p = line.get("producer")
+    if not isinstance(p, dict) or "id" not in p:
+        return ""
+    end = p.get("end_epoch")
+    return f" (producer {p['id']}, epoch {p.get('epoch')}{'' if end in (None, p.get('epoch')) else f', ended at {end}'})"
+
+
+def _txn_context(history: list[dict], done: dict) -> list[Event]:
+    """The committed transaction of a lost send, and the last transaction of the same
+    process that did not commit before it, with their producers."""
+    out = [Event(done["time"] / 1e9 if isinstance(done.get("time"), int) else None,
+                 f"in a committed transaction of process {done.get('process')}{_producer_text(done)}",
+                 done.get("index"))]
+    before = None
+    for line in history:
+        if line is done or line.get("index") == done.get("index"):
+            break
+        if (line.get("f") == "txn" and line.get("process") == done.get("process")
+                and line.get("type") in ("fail", "info")):
+            before = line
+    if before is not None:
+        error = f": {str(before['error'])[:160]}" if before.get("error") else ""
+        out.append(Event(before["time"] / 1e9 if isinstance(before.get("time"), int) else None,
+                         f"the process's last transaction before it that did not commit: op {before.get('index')} "
+                         f"{before.get('type')}{error}{_producer_text(before)}", before.get("index")))
+    return out
+
+
 def _story(key, offset, value, kind, acked, first_read, final, types, faults, samples,
-           events, drops) -> Story:
+           events, drops, history=(), records=None) -> Story:
     s = Story(key, offset, value, kind, types=list(types.get((key, value), [])))
     _, ok = acked.get((key, value), (None, None))
     ack_t = None
@@ -285,6 +339,8 @@ def _story(key, offset, value, kind, acked, first_read, final, types, faults, sa
                        read.get("index"))
         if "read-then-lost" not in s.types and kind == "lost":
             s.types.append("read-then-lost")
+    if ok is not None and ok.get("txn") is not None:
+        s.txn = _txn_context(history, ok["txn"])
     s.removal = _removal(events, drops, key, offset, ack_t or 0.0, samples)
     s.faults = _faults(faults, ack_t or 0.0, s.lost_at)
     if isinstance(offset, int) and offset in final.get(key, {}):
@@ -292,9 +348,46 @@ def _story(key, offset, value, kind, acked, first_read, final, types, faults, sa
         _, other_ok = acked.get((key, other), (None, None))
         s.now = f"value {other}" + (f", acknowledged by op {other_ok.get('index')} at "
                                      f"{other_ok.get('time', 0) / 1e9:.3f} s" if other_ok else "")
+    elif kind == "lost" and records and (key, offset) in records:
+        held, sent = records[(key, offset)], _senders(history)
+        s.now = "; ".join(f"value {v!r}{_sender_text(sent.get((key, v)))} in {', '.join(sorted(nodes))}"
+                          for v, nodes in sorted(_by_value(held).items(), key=lambda kv: str(kv[0]))) \
+            + " (the replicas' logs, aborted records included)"
     elif kind == "lost":
         s.now = "nothing (the final reads end before it)" if final.get(key) else "no final read of this key"
     return s
+
+
+def _senders(history) -> dict[tuple[int, Any], dict]:
+    """(key, value) -> the completion of the op that sent it (a send, or a txn's send)."""
+    out: dict[tuple[int, Any], dict] = {}
+    for line in history:
+        if line.get("type") in ("invoke", None) or line.get("process") == NEMESIS:
+            continue
+        try:
+            if line.get("f") == "send":
+                key, v = line["value"]
+                out[(int(key), v[1] if isinstance(v, list) else v)] = line
+            elif line.get("f") == "txn":
+                for mop in line["value"]:
+                    if isinstance(mop, list) and len(mop) == 3 and mop[0] == "send":
+                        out[(int(mop[1]), mop[2][1] if isinstance(mop[2], list) else mop[2])] = line
+        except (TypeError, ValueError, KeyError, IndexError):
+            continue
+    return out
+
+
+def _sender_text(line: dict | None) -> str:
+    if line is None:
+        return ""
+    return f" (sent by op {line.get('index')}, process {line.get('process')}, {line.get('type')})"
+
+
+def _by_value(held: dict[str, Any]) -> dict[Any, list[str]]:
+    out: dict[Any, list[str]] = defaultdict(list)
+    for node, value in held.items():
+        out[value].append(node)
+    return out
 
 
 def plot_marks(told: list[Story]) -> dict[int, list[tuple[float, int, str]]]:

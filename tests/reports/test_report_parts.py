@@ -182,3 +182,34 @@ def test_a_divergence_story_says_when_the_records_differ_only_in_their_epoch():
     told = {s.offset: s.now for s in stories([], [], [], [], [], [], divergent_records(differences_by_key(None, dumps)))}
     assert told == {1: "the same record in different leader epochs: n1: b (epoch 0), n2: b (epoch 1024)",
                     2: "replicas hold n1: c (epoch 1), n2: X (epoch 2)"}
+
+
+def test_a_lost_transactional_write_has_its_story_with_the_transaction_before_it():
+    """kafka-late-commit's loss as the report tells it: the committed transaction's send that
+    no final read returned, its producer, the same process's aborted transaction before it,
+    and what the replicas hold at its offset (the aborted transaction's value)."""
+    from reports.story import held_records, held_values, stories
+
+    producer = {"id": 1, "epoch": 0, "end_epoch": 0}
+    history = [
+        _line(0, 1_000_000_000, 2, "invoke", "txn", [["send", 0, 1]]),
+        {**_line(1, 1_500_000_000, 2, "ok", "txn", [["send", 0, [0, 1]]]), "producer": producer},
+        _line(2, 2_000_000_000, 2, "invoke", "txn", [["send", 0, 2]]),
+        {**_line(3, 6_600_000_000, 2, "fail", "txn", [["send", 0, 2]]), "producer": producer,
+         "error": "send: not acknowledged in 2000 ms"},
+        _line(4, 8_000_000_000, 2, "invoke", "txn", [["send", 0, 3]]),
+        {**_line(5, 8_100_000_000, 2, "ok", "txn", [["send", 0, [2, 3]]]), "producer": producer},
+        _line(6, 9_000_000_000, "nemesis", "info", "final"),
+        _line(7, 9_100_000_000, 3, "invoke", "poll"),
+        _line(8, 9_200_000_000, 3, "ok", "poll", {"0": [[0, 1]]}),
+    ]
+    records = [[0, 0, 10, 1], [1, 0, 11, "commit"], [2, 0, 12, 2], [3, 0, 13, "abort"], [4, 0, 14, "commit"]]
+    dumps = {n: {"partitions": [{"partition": 0, "hw": 5, "leo": 5, "records": records}]} for n in ("n1", "n2")}
+    logs = replica_logs(dumps)
+    told = stories(history, [], [], [], [], [], [], held_values(logs), held_records(logs))
+    assert [(s.key, s.offset, s.value, s.kind) for s in told] == [(0, 2, 3, "lost")]
+    story = told[0]
+    assert [e.op for e in story.txn] == [5, 3]
+    assert "committed transaction of process 2 (producer 1, epoch 0)" in story.txn[0].text
+    assert "op 3 fail: send: not acknowledged in 2000 ms (producer 1, epoch 0)" in story.txn[1].text
+    assert story.now.startswith("value 2 (sent by op 3, process 2, fail) in n1, n2"), story.now
