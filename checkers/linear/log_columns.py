@@ -180,7 +180,7 @@ def check_columns(send_value, send_offset, send_type, send_inv, send_done,
     length = appends_before[w_start]  # the log's length when each window starts
     single = (w_size == 1) & (done[w_start] >= inv[w_start])
     s_kind, s_which, s_len = kind[w_start][single], which[w_start][single], length[single]
-    if (s_kind == 0).any() and (a_off_of(s_off, s_which[s_kind == 0]) != s_len[s_kind == 0]).any():
+    if (s_kind == 0).any() and (s_off[s_which[s_kind == 0]] != s_len[s_kind == 0]).any():
         return None
     if (s_kind == 1).any() and (poll_top[s_which[s_kind == 1]] >= s_len[s_kind == 1]).any():
         return None
@@ -191,7 +191,7 @@ def check_columns(send_value, send_offset, send_type, send_inv, send_done,
     if len(multi):
         if s_texts is None:
             s_texts, r_texts = s_vals.to_pylist(), r_vals.to_pylist()
-        rows = np.flatnonzero(definite)[order_of_offsets(a_off)]
+        rows = np.flatnonzero(definite)[np.argsort(a_off, kind="stable")]
         model = _chain_model([s_texts[i] for i in rows], skips)
         for w in multi:
             if deadline is not None and time.monotonic() > deadline:
@@ -205,14 +205,6 @@ def check_columns(send_value, send_offset, send_type, send_inv, send_done,
                 return None
             configs += found["configs"] - 1
     return {"valid": True, "calls": n, "configs": configs}
-
-
-def a_off_of(s_off: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    return s_off[rows]
-
-
-def order_of_offsets(a_off: np.ndarray) -> np.ndarray:
-    return np.argsort(a_off, kind="stable")
 
 
 def _chain_model(values: list, skips: bool) -> Log:
