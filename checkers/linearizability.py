@@ -47,6 +47,7 @@ from typing import Any, Iterable
 
 from history.flatten import decode_value
 from checkers.linear.calls import Call
+from checkers.linear.log_columns import check_columns
 from checkers.linear.history_local import merge_results
 from checkers.linear.models import Log
 from checkers.linear.wgl import check_calls
@@ -105,23 +106,40 @@ def key_calls(key: int, sends: Iterable[tuple], reads: Iterable[tuple],
 
 
 def check_key(key: int, sends, reads, end, deadline_epoch: float | None,
-              skips: bool = True) -> dict:
+              skips: bool = True, columns: tuple | None = None) -> dict:
     """Search one key; the deadline travels as wall-clock time (it crosses processes).
 
     skips: look for polls that skip an observed offset (False: the caller knows none does
-    and has left out records no step needs, `checkers.spark.linearizability._needed_reads`)."""
-    model = Log()
-    model.check_skips = skips
-    calls = model.prepare(key_calls(key, sends, reads, end))
+    and has left out records no step needs, `checkers.spark.linearizability._needed_reads`).
+    columns: the same rows as `checkers.linear.log_columns.check_columns`'s columns, if the
+    caller has them (the Spark worker's Arrow group); sends and reads may then be callables
+    that build the row lists, called only if the key needs the whole search."""
     deadline = None
     if deadline_epoch is not None:
         deadline = time.monotonic() + (deadline_epoch - time.time())
+    if columns is None:
+        columns = _columns(sends, reads)
+    found = check_columns(*columns, end, skips, deadline)
+    if found is not None:  # proven valid from the columns, counted as the search counts
+        return found
+    if callable(sends):
+        sends, reads = sends(), reads()
+    model = Log()
+    model.check_skips = skips
+    calls = model.prepare(key_calls(key, sends, reads, end))
     found = check_calls(model, calls, deadline=deadline)
     if found["valid"] is False:  # values travel as JSON texts; show them as values
         found["state"] = [decode_value(v) for v in found["state"]]
         for op in [found["op"], *found["linearized"], *found["concurrent"]]:
             _decode_op(op)
     return found
+
+
+def _columns(sends: list[tuple], reads: list[tuple]) -> tuple:
+    """key_calls' row lists -> check_columns' columns (send value, offset, type, invoke,
+    complete; read offset, value, completion, invoke)."""
+    return (*([row[i] for row in sends] for i in (0, 1, 2, 4, 5)),
+            *([row[i] for row in reads] for i in (0, 1, 3, 4)))
 
 
 def _decode_op(op: dict) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -77,23 +78,36 @@ def _needed_reads(tables: Tables, only: set[int]) -> DataFrame:
 
 def _searcher(deadline_epoch: float):
     def search(group: pa.Table) -> pa.Table:
-        columns = group.to_pydict()
-        k = columns["k"][0]
-        sends, reads, end = [], [], None
-        for kind, value, offset, typ, process, a, b in zip(
-                columns["kind"], columns["value"], columns["offset"], columns["type"],
-                columns["process"], columns["a"], columns["b"]):
-            if kind == SEND:
-                sends.append((value, offset, typ, process, a, b))
-            elif kind == END:
-                end = (offset, a, b)
-            else:
-                reads.append((offset, value, process, b, a))
-        trimmed = TRIMMED in columns["kind"]
-        found = check_key(key_in_run(k), sends, reads, end, deadline_epoch, skips=not trimmed)
+        k = group.column("k")[0].as_py()
+        kind = group.column("kind").to_numpy()
+        sends, reads = np.flatnonzero(kind == SEND), np.flatnonzero((kind == READ) | (kind == TRIMMED))
+        ends = np.flatnonzero(kind == END)
+        end = None
+        if len(ends):
+            row = group.slice(int(ends[-1]), 1).to_pylist()[0]
+            end = (row["offset"], row["a"], row["b"])
+        s, r = group.take(sends), group.take(reads)
+        # the columns go to the search's fast path (checkers.linear.log_columns); the row
+        # lists are built only for a key it leaves to the whole search
+        columns = (s.column("value"), s.column("offset"), s.column("type"), s.column("a"),
+                   s.column("b"), r.column("offset"), r.column("value"), r.column("b"),
+                   r.column("a"))
+        trimmed = bool((kind == TRIMMED).any())
+        found = check_key(key_in_run(k), lambda: _send_rows(s), lambda: _read_rows(r), end,
+                          deadline_epoch, skips=not trimmed, columns=columns)
         return pa.table({"k": [k], "found": [json.dumps(found, default=str)],
                          "trimmed": [trimmed]})
     return search
+
+
+def _send_rows(table: pa.Table) -> list[tuple]:
+    c = table.to_pydict()
+    return list(zip(c["value"], c["offset"], c["type"], c["process"], c["a"], c["b"]))
+
+
+def _read_rows(table: pa.Table) -> list[tuple]:
+    c = table.to_pydict()
+    return list(zip(c["offset"], c["value"], c["process"], c["b"], c["a"]))
 
 
 COLUMNS = ("k", "kind", "value", "offset", "type", "process", "a", "b")
