@@ -276,9 +276,12 @@ def stories(history: list[dict], faults: list[Fault], samples: list[dict], anoma
     types = _checker_types(anomalies)
     told: list[Story] = []
     lost = [w for w in losses(history, anomalies) if not held or w[2] not in held.get(w[0], ())]
+    # each read of the history once, not once per story
+    uncommitted = _uncommitted_txns(history) if lost else {}
+    senders = _senders(history) if lost and records else {}
     for key, offset, value in lost[:MAX_ROWS]:
         told.append(_story(key, offset, value, "lost", acked, first_read, final,
-                           types, faults, samples, events, drops, history, records))
+                           types, faults, samples, events, drops, uncommitted, records, senders))
     seen = {(s.key, s.offset) for s in told}
     for key, offset, holders in divergent:
         if (key, offset) in seen or len(told) >= MAX_ROWS:
@@ -302,19 +305,27 @@ def _producer_text(line: dict) -> str:
     return f" (producer {p['id']}, epoch {p.get('epoch')}{'' if end in (None, p.get('epoch')) else f', ended at {end}'})"
 
 
-def _txn_context(history: list[dict], done: dict) -> list[Event]:
+def _uncommitted_txns(history) -> dict[Any, list[dict]]:
+    """process -> its txn completions that did not commit (fail, info), in history order."""
+    out: dict[Any, list[dict]] = defaultdict(list)
+    for line in history:
+        if line.get("f") == "txn" and line.get("type") in ("fail", "info"):
+            out[line.get("process")].append(line)
+    return out
+
+
+def _txn_context(uncommitted: dict[Any, list[dict]], done: dict) -> list[Event]:
     """The committed transaction of a lost send, and the last transaction of the same
     process that did not commit before it, with their producers."""
     out = [Event(done["time"] / 1e9 if isinstance(done.get("time"), int) else None,
                  f"in a committed transaction of process {done.get('process')}{_producer_text(done)}",
                  done.get("index"))]
     before = None
-    for line in history:
-        if line is done or line.get("index") == done.get("index"):
+    for line in uncommitted.get(done.get("process"), ()):
+        if not (isinstance(line.get("index"), int) and isinstance(done.get("index"), int)
+                and line["index"] < done["index"]):
             break
-        if (line.get("f") == "txn" and line.get("process") == done.get("process")
-                and line.get("type") in ("fail", "info")):
-            before = line
+        before = line
     if before is not None:
         error = f": {str(before['error'])[:160]}" if before.get("error") else ""
         out.append(Event(before["time"] / 1e9 if isinstance(before.get("time"), int) else None,
@@ -324,7 +335,7 @@ def _txn_context(history: list[dict], done: dict) -> list[Event]:
 
 
 def _story(key, offset, value, kind, acked, first_read, final, types, faults, samples,
-           events, drops, history=(), records=None) -> Story:
+           events, drops, uncommitted=None, records=None, senders=None) -> Story:
     s = Story(key, offset, value, kind, types=list(types.get((key, value), [])))
     _, ok = acked.get((key, value), (None, None))
     ack_t = None
@@ -340,7 +351,7 @@ def _story(key, offset, value, kind, acked, first_read, final, types, faults, sa
         if "read-then-lost" not in s.types and kind == "lost":
             s.types.append("read-then-lost")
     if ok is not None and ok.get("txn") is not None:
-        s.txn = _txn_context(history, ok["txn"])
+        s.txn = _txn_context(uncommitted or {}, ok["txn"])
     s.removal = _removal(events, drops, key, offset, ack_t or 0.0, samples)
     s.faults = _faults(faults, ack_t or 0.0, s.lost_at)
     if isinstance(offset, int) and offset in final.get(key, {}):
@@ -349,7 +360,7 @@ def _story(key, offset, value, kind, acked, first_read, final, types, faults, sa
         s.now = f"value {other}" + (f", acknowledged by op {other_ok.get('index')} at "
                                      f"{other_ok.get('time', 0) / 1e9:.3f} s" if other_ok else "")
     elif kind == "lost" and records and (key, offset) in records:
-        held, sent = records[(key, offset)], _senders(history)
+        held, sent = records[(key, offset)], senders or {}
         s.now = "; ".join(f"value {v!r}{_sender_text(sent.get((key, v)))} in {', '.join(sorted(nodes))}"
                           for v, nodes in sorted(_by_value(held).items(), key=lambda kv: str(kv[0]))) \
             + " (the replicas' logs, aborted records included)"
