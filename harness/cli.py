@@ -510,7 +510,7 @@ def campaign_run(
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write JUnit XML here (always: CAMPAIGN/junit.xml)"),
     master: Optional[str] = typer.Option(None, help="Spark master of the final check (default local[2])"),
     subnets: Optional[str] = typer.Option(None, "--subnets", help="pool of /24s for parallel netns runs (overrides the file)"),
-    engine: str = typer.Option("spark", help="final check: spark (one job for all runs) | local (in-process)"),
+    engine: str = typer.Option("auto", help="final check: auto (local under 128 MiB of history, else spark) | spark (one job for all runs) | local (in-process)"),
     json_out: bool = typer.Option(False, "--json", help="print summary.json with the campaign folder as one JSON document"),
 ):
     """Run a campaign: exit 0 every cell as expected, 1 some cell not, 2 could not run."""
@@ -531,10 +531,10 @@ def campaign_run(
 def campaign_check(
     path: Path = typer.Argument(..., help="a campaign folder (STORE/campaigns/NAME/TIME) or a store root"),
     master: Optional[str] = typer.Option(None, help="Spark master (default local[2])"),
-    engine: str = typer.Option("spark", help="spark (one job for all runs) | local (in-process)"),
+    engine: str = typer.Option("auto", help="auto (local under 128 MiB of history, else spark) | spark (one job for all runs) | local (in-process)"),
     json_out: bool = typer.Option(False, "--json", help="print the campaign's summary (or every run's verdict) as one JSON document"),
 ):
-    """Check every run of a campaign folder (or below a store root) in one Spark job.
+    """Check every run of a campaign folder (or below a store root): in-process, or in one Spark job.
     A scenario run passes when its outcome is the one its scenario expects."""
     from harness.campaign.cli import check_command
 

@@ -22,16 +22,47 @@ class CheckError(RuntimeError):
     """The Spark job could not run (no Java, a bad master, ...); one line."""
 
 
-def check_stores(stores: list[Path], master: str | None = None, log=print, engine: str = "spark") -> dict[str, dict]:
+ENGINES = ("auto", "spark", "local")
+
+# `--engine auto` (the default) checks in-process below this much history and in one Spark
+# job from it. Spark's start and the first queries of a check cost 25-40 CPU-s on this 2-core
+# machine whatever the size (the smoke campaign's 6 runs, 0.4 MB of history: 80 s wall at
+# load 5 in Spark, under 5 s in-process, 2026-11-29), while the local engine checks about a
+# million ops (some 130 MB of history.jsonl) in well under a minute: below that, Spark only
+# adds its start.
+AUTO_SPARK_BYTES = 128 * 1024 * 1024
+
+
+def choose_engine(stores: list[Path], engine: str = "auto", master: str | None = None) -> tuple[str, str]:
+    """-> (spark | local, why) for the final check of `stores`. auto: Spark when a master is
+    named (--master or $CHECKERS_SPARK_MASTER) or the histories reach AUTO_SPARK_BYTES."""
+    import os
+
+    if engine in ("spark", "local"):
+        return engine, f"--engine {engine}"
+    if engine != "auto":
+        raise CheckError(f"--engine {engine!r}: use auto, spark or local")
+    if master or os.environ.get("CHECKERS_SPARK_MASTER"):
+        return "spark", "auto: a Spark master is named"
+    size = sum((s / "history.jsonl").stat().st_size for s in stores if (s / "history.jsonl").is_file())
+    mib = size / 1024 / 1024
+    if size >= AUTO_SPARK_BYTES:
+        return "spark", f"auto: {mib:.0f} MiB of history"
+    return "local", f"auto: {mib:.1f} MiB of history, under {AUTO_SPARK_BYTES >> 20} MiB; --engine spark for one Spark job"
+
+
+def check_stores(stores: list[Path], master: str | None = None, log=print, engine: str = "auto") -> dict[str, dict]:
     """-> {store: results}; results.json (and report.html where needed) rewritten.
 
     engine "local" checks each run in-process instead (small campaigns, tests
-    of the campaign logic); the verdicts are the same.
+    of the campaign logic), "auto" picks one by the histories' size (`choose_engine`);
+    the verdicts are the same.
     """
     if not stores:
         return {}
+    engine, why = choose_engine(stores, engine, master)
     before = {str(s): read_results(s) for s in stores}
-    log(f"checking {len(stores)} runs " + ("in one Spark job" if engine == "spark" else "in-process"))
+    log(f"checking {len(stores)} runs " + ("in one Spark job" if engine == "spark" else "in-process") + f" ({why})")
     try:
         if engine == "spark":
             found = verdict.check_stores([str(s) for s in stores], master=master, skip_bad=True)

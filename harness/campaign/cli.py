@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harness.campaign.check import ENGINES
 from harness.campaign.execute import Options, finish, run_campaign
 from harness.campaign.folder import PLAN, CampaignFolder
 from harness.campaign.spec import CampaignError
@@ -22,21 +23,23 @@ def run_command(file: str, opts: Options) -> int:
         return _err(str(e))
 
 
-def check_command(path: str, master: str | None = None, engine: str = "spark") -> int:
+def check_command(path: str, master: str | None = None, engine: str = "auto") -> int:
     """A campaign folder: check its runs again and rewrite its page and JUnit.
-    Any other folder: every run below it, in one Spark job (a store root)."""
+    Any other folder: every run below it, in one job (a store root)."""
     p = Path(path)
     if not p.is_dir():
         return _err(f"{path} is not a directory; give a campaign folder (store/campaigns/NAME/TIME) or a store root")
     if (p / PLAN).is_file():
-        if engine not in ("spark", "local"):
-            return _err(f"--engine {engine!r}: use spark or local")
+        if engine not in ENGINES:
+            return _err(f"--engine {engine!r}: use {', '.join(ENGINES)}")
         return finish(CampaignFolder(p.resolve()), Options(store_root=str(p.resolve().parents[2]), master=master,
                                                            engine=engine))
-    return check_root(p, master, engine if engine in ("spark", "local") else "spark")
+    if engine not in ENGINES:
+        return _err(f"--engine {engine!r}: use {', '.join(ENGINES)}")
+    return check_root(p, master, engine)
 
 
-def check_root(root: Path, master: str | None, engine: str = "spark") -> int:
+def check_root(root: Path, master: str | None, engine: str = "auto") -> int:
     """Every run below a store root: a scenario run counts by its scenario's expectation
     (invalid as expected is a pass), any other run by its verdict."""
     from harness.campaign.check import CheckError, check_stores

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.campaign import launch
-from harness.campaign.check import CheckError, check_stores
+from harness.campaign.check import ENGINES, CheckError, check_stores, choose_engine
 from harness.campaign.folder import (CampaignFolder, latest_unfinished, mark_partial, run_store)
 from harness.campaign.matrix import expand
 from harness.campaign.outcome import outcome
@@ -49,7 +49,7 @@ class Options:
     junit: str | None = None
     master: str | None = None
     subnets: str | None = None      # overrides the file's pool of /24s for parallel netns runs
-    engine: str = "spark"           # the final check: one Spark job, or "local" (in-process)
+    engine: str = "auto"            # the final check: one Spark job, "local" (in-process), or "auto" by size
 
 
 def file_digest(path: str) -> str:
@@ -58,8 +58,8 @@ def file_digest(path: str) -> str:
 
 def preflight(campaign: CampaignFile, file: str, opts: Options) -> None:
     """Everything that can be refused before the first run starts."""
-    if opts.engine not in ("spark", "local"):
-        raise CampaignError(f"--engine {opts.engine!r}: use spark or local")
+    if opts.engine not in ENGINES:
+        raise CampaignError(f"--engine {opts.engine!r}: use {', '.join(ENGINES)}")
     if opts.parallel < 1:
         raise CampaignError(f"--parallel {opts.parallel}: give 1 or more")
     if opts.parallel > 1 and "ssh" in campaign.backends:
@@ -281,7 +281,7 @@ def run_campaign(file: str, opts: Options) -> int:
 
 
 def finish(folder: CampaignFolder, opts: Options, stopped: str | None = None) -> int:
-    """Spark check, summary, page, JUnit; -> the exit code."""
+    """The final check (Spark or in-process), summary, page, JUnit; -> the exit code."""
     from harness import junit
     from reports.campaign import build_campaign_page, build_campaigns_index
 
@@ -290,9 +290,10 @@ def finish(folder: CampaignFolder, opts: Options, stopped: str | None = None) ->
               if st.done and st.end.get("store") and has_results(folder.path / st.end["store"])]
     check_failed = None
     try:
+        engine = choose_engine(stores, opts.engine, opts.master)[0] if stores else opts.engine
         check_stores(stores, master=opts.master, log=lambda m: print(f"campaign: {m}", flush=True),
                      engine=opts.engine)
-        folder.append({"event": "checked", "runs": len(stores), "engine": opts.engine})
+        folder.append({"event": "checked", "runs": len(stores), "engine": engine})
     except CheckError as e:
         check_failed = str(e)
         notes.append(check_failed)

@@ -47,7 +47,7 @@ def resumed(tmp_path_factory):
     file, store = tmp / "resume-t.yaml", tmp / "store"
     file.write_text(FILE.format(verdict="valid"))
     env = campaign_env(tmp)
-    argv = campaign_argv(file, store, "--subnets", "10.226.4.0/24", "--engine", "local")  # Spark: the smoke test
+    argv = campaign_argv(file, store, "--subnets", "10.226.4.0/24", "--engine", "local")  # Spark: tests/checkers/test_spark_cluster.py
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tmp)
     deadline = time.monotonic() + 120
     child = None

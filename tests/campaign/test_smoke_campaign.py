@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from campaign_util import REPO, campaign_argv, campaign_env, campaign_folders, junit_schema, need_root
 
-# a real campaign: minutes on a loaded 2-core machine (the fixture runs inside the first test)
+# a real campaign: a minute or more on a loaded 2-core machine (the fixture runs inside the first test)
 pytestmark = pytest.mark.timeout(1200)  # tiers: on each test (root, one browser)
 
 
@@ -53,6 +53,9 @@ def test_smoke_exits_0(smoke):
     assert hw["runs"][0]["verdict"] == "invalid" and "lost-write" in hw["runs"][0]["anomalies"]
     assert hw["ttfa_median_s"] is not None and hw["ttfa_median_s"] > 0
     assert [e["event"] for e in _events(folder)][-2:] == ["checked", "finished"]
+    # the final check of six small runs is in-process (`--engine auto`); Spark checks a campaign
+    # in tests/checkers/test_spark_cluster.py (standalone) and test_store_spark.py (local[2])
+    assert _events(folder)[-2]["engine"] == "local" and "in-process (auto:" in out.stdout + out.stderr
 
 
 def _events(folder: Path) -> list[dict]:
