@@ -46,6 +46,12 @@ NO_RESULT = {"valid": "unknown", "note": "its spark driver gave no result for th
 # CHECKERS_SPARK_INTERPRETED_ROWS moves the threshold (0: always compiled).
 INTERPRETED_ROWS = 200_000
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# Tiny inputs (a test's store, a short run) also shuffle into one partition: every shuffle
+# of the session's 8 partitions is 8 tasks to schedule, serialize and run for a few rows.
+# Measured on test_interrupted's store (a dozen ops, ~30 jobs), warm, interleaved, load ~3:
+# 8.4-9.2 JVM CPU-s against 12.9-14.1 with 8 partitions (2026-11-29); the same results.
+ONE_PARTITION_ROWS = 20_000
+ONE_PARTITION = {"spark.sql.shuffle.partitions": "1"}
 
 
 @dataclass
@@ -147,14 +153,16 @@ def _run_drivers(spark, tables, runs, complete, time_limit, active) -> dict[str,
 
 @contextmanager
 def _execution_mode(spark, rows: int):
-    """Interpreted expressions for the check of `rows` input rows if that is few (INTERPRETED_ROWS);
-    the session's settings are put back after it."""
+    """Interpreted expressions for the check of `rows` input rows if that is few (INTERPRETED_ROWS),
+    and one shuffle partition if very few (ONE_PARTITION_ROWS); the session's settings are put
+    back after it."""
     limit = int(os.environ.get("CHECKERS_SPARK_INTERPRETED_ROWS", INTERPRETED_ROWS))
     if rows > limit:
         yield
         return
-    before = {key: spark.conf.get(key, None) for key in INTERPRETED}
-    for key, value in INTERPRETED.items():
+    settings = {**INTERPRETED, **(ONE_PARTITION if rows <= ONE_PARTITION_ROWS else {})}
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
