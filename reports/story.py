@@ -69,6 +69,25 @@ class Story:
 
 
 # ----------------------------------------------------------------- writes
+def _sent(line: dict) -> list[tuple[int, Any, Any]]:
+    """(key, offset or None, value) of every send in a completion line: a `send` op's, or each
+    send micro-op of a `txn` op's (an acknowledged one carries [offset, value]); [] where the
+    line is not one."""
+    def split(v):
+        return (v[0], v[1]) if isinstance(v, list) else (None, v)
+
+    try:
+        if line.get("f") == "send":
+            key, v = line["value"]
+            return [(int(key), *split(v))]
+        if line.get("f") == "txn":
+            return [(int(m[1]), *split(m[2])) for m in line["value"]
+                    if isinstance(m, list) and len(m) == 3 and m[0] == "send"]
+    except (TypeError, ValueError, KeyError, IndexError):
+        pass
+    return []
+
+
 def _sends(history: list[dict]) -> dict[tuple[int, Any], tuple[dict | None, dict]]:
     """(key, value) -> (invoke line, ok line) of every acknowledged send: a `send` op's, or
     a send of a committed (`ok`) `txn` op's (the ok line then carries `txn`: the txn's
@@ -82,17 +101,9 @@ def _sends(history: list[dict]) -> dict[tuple[int, Any], tuple[dict | None, dict
             open_[(line.get("f"), line.get("process"))] = line
         elif line.get("type") == "ok":
             inv = open_.pop((line.get("f"), line.get("process")), None)
-            try:
-                if line["f"] == "send":
-                    key, (offset, value) = line["value"]
-                    acked[(int(key), value)] = (inv, {**line, "offset": offset})
-                    continue
-                for mop in line["value"]:
-                    if isinstance(mop, list) and len(mop) == 3 and mop[0] == "send":
-                        key, (offset, value) = mop[1], mop[2]
-                        acked[(int(key), value)] = (inv, {**line, "offset": offset, "txn": line})
-            except (TypeError, ValueError, KeyError):
-                continue
+            txn = {"txn": line} if line["f"] == "txn" else {}
+            for key, offset, value in _sent(line):
+                acked[(key, value)] = (inv, {**line, "offset": offset, **txn})
         elif line.get("type") in ("fail", "info"):
             open_.pop((line.get("f"), line.get("process")), None)
     return acked
@@ -371,21 +382,9 @@ def _story(key, offset, value, kind, acked, first_read, final, types, faults, sa
 
 def _senders(history) -> dict[tuple[int, Any], dict]:
     """(key, value) -> the completion of the op that sent it (a send, or a txn's send)."""
-    out: dict[tuple[int, Any], dict] = {}
-    for line in history:
-        if line.get("type") in ("invoke", None) or line.get("process") == NEMESIS:
-            continue
-        try:
-            if line.get("f") == "send":
-                key, v = line["value"]
-                out[(int(key), v[1] if isinstance(v, list) else v)] = line
-            elif line.get("f") == "txn":
-                for mop in line["value"]:
-                    if isinstance(mop, list) and len(mop) == 3 and mop[0] == "send":
-                        out[(int(mop[1]), mop[2][1] if isinstance(mop[2], list) else mop[2])] = line
-        except (TypeError, ValueError, KeyError, IndexError):
-            continue
-    return out
+    return {(key, value): line for line in history
+            if line.get("type") not in ("invoke", None) and line.get("process") != NEMESIS
+            for key, _offset, value in _sent(line)}
 
 
 def _sender_text(line: dict | None) -> str:

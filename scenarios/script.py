@@ -84,7 +84,7 @@ class TxnArgs(_Strict):
     background: bool = False
 
     @model_validator(mode="after")
-    def _background_expects_any(self):
+    def _consistent(self):
         if self.coordinator is not None and self.coordinator_not is not None:
             raise ValueError("give coordinator or coordinator_not, not both")
         if self.background and self.expect != "any":

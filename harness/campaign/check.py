@@ -11,6 +11,7 @@ it is missing.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness import verdict
@@ -36,8 +37,6 @@ AUTO_SPARK_BYTES = 128 * 1024 * 1024
 def choose_engine(stores: list[Path], engine: str = "auto", master: str | None = None) -> tuple[str, str]:
     """-> (spark | local, why) for the final check of `stores`. auto: Spark when a master is
     named (--master or $CHECKERS_SPARK_MASTER) or the histories reach AUTO_SPARK_BYTES."""
-    import os
-
     if engine in ("spark", "local"):
         return engine, f"--engine {engine}"
     if engine != "auto":
@@ -51,16 +50,17 @@ def choose_engine(stores: list[Path], engine: str = "auto", master: str | None =
     return "local", f"auto: {mib:.1f} MiB of history, under {AUTO_SPARK_BYTES >> 20} MiB; --engine spark for one Spark job"
 
 
-def check_stores(stores: list[Path], master: str | None = None, log=print, engine: str = "auto") -> dict[str, dict]:
+def check_stores(stores: list[Path], master: str | None = None, log=print, engine: str = "auto",
+                 chosen: tuple[str, str] | None = None) -> dict[str, dict]:
     """-> {store: results}; results.json (and report.html where needed) rewritten.
 
     engine "local" checks each run in-process instead (small campaigns, tests
-    of the campaign logic), "auto" picks one by the histories' size (`choose_engine`);
-    the verdicts are the same.
+    of the campaign logic), "auto" picks one by the histories' size (`choose_engine`;
+    `chosen`: its answer, when the caller has it); the verdicts are the same.
     """
     if not stores:
         return {}
-    engine, why = choose_engine(stores, engine, master)
+    engine, why = chosen or choose_engine(stores, engine, master)
     before = {str(s): read_results(s) for s in stores}
     log(f"checking {len(stores)} runs " + ("in one Spark job" if engine == "spark" else "in-process") + f" ({why})")
     try:

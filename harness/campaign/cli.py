@@ -29,13 +29,11 @@ def check_command(path: str, master: str | None = None, engine: str = "auto") ->
     p = Path(path)
     if not p.is_dir():
         return _err(f"{path} is not a directory; give a campaign folder (store/campaigns/NAME/TIME) or a store root")
-    if (p / PLAN).is_file():
-        if engine not in ENGINES:
-            return _err(f"--engine {engine!r}: use {', '.join(ENGINES)}")
-        return finish(CampaignFolder(p.resolve()), Options(store_root=str(p.resolve().parents[2]), master=master,
-                                                           engine=engine))
     if engine not in ENGINES:
         return _err(f"--engine {engine!r}: use {', '.join(ENGINES)}")
+    if (p / PLAN).is_file():
+        return finish(CampaignFolder(p.resolve()), Options(store_root=str(p.resolve().parents[2]), master=master,
+                                                           engine=engine))
     return check_root(p, master, engine)
 
 

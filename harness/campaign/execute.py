@@ -290,10 +290,10 @@ def finish(folder: CampaignFolder, opts: Options, stopped: str | None = None) ->
               if st.done and st.end.get("store") and has_results(folder.path / st.end["store"])]
     check_failed = None
     try:
-        engine = choose_engine(stores, opts.engine, opts.master)[0] if stores else opts.engine
+        chosen = choose_engine(stores, opts.engine, opts.master)
         check_stores(stores, master=opts.master, log=lambda m: print(f"campaign: {m}", flush=True),
-                     engine=opts.engine)
-        folder.append({"event": "checked", "runs": len(stores), "engine": engine})
+                     chosen=chosen)
+        folder.append({"event": "checked", "runs": len(stores), "engine": chosen[0]})
     except CheckError as e:
         check_failed = str(e)
         notes.append(check_failed)
