@@ -15,6 +15,13 @@ if ! [[ "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
 fi
 dir="$PWD/build/nats/$v"
 bin="$dir/bin/nats-server"
+# One install at a time (two runs that need two releases at once, e.g. the crash-stream
+# test's): Go's build cache does not share a package two `go install`s compile at the same
+# moment, so both compiled it. A cold cache, 2.10.22 and 2.10.23: ~119 CPU-s at once
+# (process accounting), 47.3 + 19.4 CPU-s one after the other (2026-11-29).
+mkdir -p "$PWD/build/nats"
+exec 9>"$PWD/build/nats/.install.lock"
+flock 9
 if [ ! -x "$bin" ]; then
     command -v go >/dev/null || { echo "nats-server.sh: go is not installed (needed for nats-server $v)" >&2; exit 2; }
     mkdir -p "$dir"
