@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite. pytest's exit code 5 (no tests collected) is a failure.
 #
-# With no arguments the suite runs as four streams at once (tests/conftest.py,
+# With no arguments the suite runs as five streams at once (tests/conftest.py,
 # `--stream`): the cluster modules of the replica model, campaigns and reports in the
-# foreground; beside them the real systems' cluster modules (Kafka, NATS, Docker), and,
+# foreground; beside them the real systems' cluster modules (Kafka, NATS), the Docker
+# modules (an engine, an image, containers: mostly waiting), and,
 # at a lower CPU priority, the in-process modules, those with a Spark test and the rest
 # (unit tier), which use the CPU the cluster tests leave idle while they wait on faults.
-# The other three streams' output follows the foreground's. With arguments, one pytest runs them (e.g.
+# The other four streams' output follows the foreground's. With arguments, one pytest runs them (e.g.
 # `bash scripts/test.sh -m unit`, or a file).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,32 +29,42 @@ if [ "$#" -gt 0 ]; then
 fi
 
 systems_log="$(mktemp)"
+containers_log="$(mktemp)"
 side_log="$(mktemp)"
 spark_log="$(mktemp)"
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 --stream real-systems \
     >"$systems_log" 2>&1 &
 systems=$!
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 --stream containers \
+    >"$containers_log" 2>&1 &
+containers=$!
 nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --stream in-process \
     >"$side_log" 2>&1 &
 side=$!
 nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --stream spark \
     >"$spark_log" 2>&1 &
 spark=$!
-trap 'kill -TERM "$systems" "$side" "$spark" 2>/dev/null; rm -f "$systems_log" "$side_log" "$spark_log"' EXIT
+trap 'kill -TERM "$systems" "$containers" "$side" "$spark" 2>/dev/null
+      rm -f "$systems_log" "$containers_log" "$side_log" "$spark_log"' EXIT
 trap 'exit 130' INT TERM
-echo "test: the real systems' cluster tests (Kafka, NATS, Docker) and the in-process tests (unit; Spark)" \
+echo "test: the real systems' cluster tests (Kafka, NATS), the Docker tests and the in-process tests (unit; Spark)" \
      "run beside these; their output follows" >&2
 .venv/bin/python -m pytest -q --durations=25 --stream cluster
 cluster_rc="$(pytest_rc $? "cluster stream")"
 wait "$systems"
 systems_rc="$(pytest_rc $? "real-systems stream")"
+wait "$containers"
+containers_rc="$(pytest_rc $? "containers stream")"
 wait "$side"
 side_rc="$(pytest_rc $? "in-process stream")"
 wait "$spark"
 spark_rc="$(pytest_rc $? "spark stream")"
 echo
-echo "==================== the real systems' cluster tests (Kafka, NATS, Docker) ===================="
+echo "==================== the real systems' cluster tests (Kafka, NATS) ===================="
 cat "$systems_log"
+echo
+echo "==================== the Docker tests (containers) ===================="
+cat "$containers_log"
 echo
 echo "==================== the in-process tests without Spark (unit tier) ===================="
 cat "$side_log"
@@ -61,5 +72,5 @@ echo
 echo "==================== the in-process modules with a Spark test (unit and Spark tiers) ===================="
 cat "$spark_log"
 echo "test: cluster stream exit $cluster_rc, real-systems stream exit $systems_rc," \
-     "in-process stream exit $side_rc, spark stream exit $spark_rc" >&2
-[ "$cluster_rc" -eq 0 ] && [ "$systems_rc" -eq 0 ] && [ "$side_rc" -eq 0 ] && [ "$spark_rc" -eq 0 ]
+     "containers stream exit $containers_rc, in-process stream exit $side_rc, spark stream exit $spark_rc" >&2
+[ "$cluster_rc" -eq 0 ] && [ "$systems_rc" -eq 0 ] && [ "$containers_rc" -eq 0 ] && [ "$side_rc" -eq 0 ] && [ "$spark_rc" -eq 0 ]

@@ -62,7 +62,7 @@ def tiers_of(item) -> set[str]:
     return {m.name for m in item.iter_markers() if m.name in TIERS}
 
 
-# The four streams of scripts/test.sh (`--stream`), which run at once: the modules whose
+# The five streams of scripts/test.sh (`--stream`), which run at once: the modules whose
 # every test is in-process (tiers unit and spark), at a lower CPU priority, take the CPU
 # that the cluster tests leave idle while they wait on faults; they are split in two, the
 # modules with a Spark test (`spark`: one JVM, two cores) and the rest (`in-process`: one
@@ -71,12 +71,15 @@ def tiers_of(item) -> set[str]:
 # browser tiers) are split in two, the real systems' (tests/kafka, tests/nats,
 # tests/docker: JVMs, NATS servers, containers) and the rest (the replica model on
 # namespaces, campaigns, reports), each a sequence of its own (one stream took 22 min,
-# mostly waiting). Every cluster test names its own subnet or run id, so the two do not
-# meet. A module goes whole to one stream, so its module fixtures run once. Without
-# `--stream`, every test runs, one after another.
+# mostly waiting). The Docker modules (tests/docker: an engine, an image, containers) are a
+# fifth stream, `containers`: they were a quarter of the real systems' stream's wall time
+# (269 of 916 s, 2026-11-29), mostly waiting on the engine, so that stream ended last
+# with a core idle for minutes. Every cluster test names its own subnet or run id, so the
+# streams do not meet. A module goes whole to one stream, so its module fixtures run once.
+# Without `--stream`, every test runs, one after another.
 IN_PROCESS_TIERS = {"unit", "spark"}
-REAL_SYSTEM_DIRS = ("tests/kafka/", "tests/nats/", "tests/docker/")
-STREAMS = ("in-process", "spark", "cluster", "real-systems")
+OWN_DIRS = {"real-systems": ("tests/kafka/", "tests/nats/"), "containers": ("tests/docker/",)}
+STREAMS = ("in-process", "spark", "cluster", "real-systems", "containers")
 
 
 def pytest_configure(config):
@@ -89,26 +92,27 @@ def pytest_addoption(parser):
     parser.addoption("--stream", choices=STREAMS, default=None,
                      help="only the in-process modules without a Spark test (unit tier), only those with "
                           "one (unit and spark tiers), only the real systems' cluster modules (tests/kafka, "
-                          "tests/nats, tests/docker) or only the other cluster modules (scripts/test.sh runs "
-                          "the four at once)")
+                          "tests/nats), only the Docker modules (tests/docker) or only the other cluster "
+                          "modules (scripts/test.sh runs the five at once)")
 
 
 def pytest_ignore_collect(collection_path, config):
-    """The real systems' stream does not import the other folders' test modules (its
-    collection 8.7 -> 3.6 CPU-s); the other streams need tiers from every module."""
-    if config.getoption("--stream", default=None) != "real-systems" or collection_path.suffix != ".py":
+    """The real systems' and the containers' streams do not import the other folders' test
+    modules (a collection 8.7 -> 3.6 CPU-s); the other streams need tiers from every module."""
+    own = OWN_DIRS.get(config.getoption("--stream", default=None))
+    if own is None or collection_path.suffix != ".py":
         return None
     try:
         module = collection_path.resolve().relative_to(REPO).as_posix()
     except ValueError:
         return None
-    return None if module.startswith(REAL_SYSTEM_DIRS) or not module.startswith("tests/") else True
+    return None if module.startswith(own) or not module.startswith("tests/") else True
 
 
 def stream_of(module: str, module_tiers: set[str]) -> str:
     if module_tiers <= IN_PROCESS_TIERS:
         return "spark" if "spark" in module_tiers else "in-process"
-    return "real-systems" if module.startswith(REAL_SYSTEM_DIRS) else "cluster"
+    return next((stream for stream, dirs in OWN_DIRS.items() if module.startswith(dirs)), "cluster")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,6 +1,6 @@
 """Per-test CPU seconds, for cutting the suite's time (`HARNESS_TEST_CPU=<file.jsonl>`).
 
-The suite runs as four streams at once on two cores and is CPU-bound, so a test's wall
+The suite runs as five streams at once on two cores and is CPU-bound, so a test's wall
 time says more about its neighbours than about itself; its CPU does not. For each test
 (setup, call and teardown together) this records the CPU of the pytest process, of the
 children it reaped, and of its live descendants (a Spark JVM, brokers in namespaces),

@@ -50,7 +50,10 @@ class StandaloneCluster:
         self.memory = memory
         self.procs: list[subprocess.Popen] = []
         self.env = dict(os.environ, SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1",
-                        SPARK_LOG_DIR=str(folder / "logs"), SPARK_NO_DAEMONIZE="1")
+                        SPARK_LOG_DIR=str(folder / "logs"), SPARK_NO_DAEMONIZE="1",
+                        # The master and worker only schedule: C1 and the serial collector are
+                        # enough (test_spark_cluster, cgroup CPU: 86.3 -> 80.7 CPU-s, 2026-11-29).
+                        SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
     def _start(self, name: str, *args: str) -> subprocess.Popen:
         log = open(self.folder / f"{name}.log", "wb")
