@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from systems.nats.db import release_binary
 from tests.harness.hrun_util import run_harness
 from tests.nats.natsutil import need_root
 
@@ -43,6 +44,8 @@ def test_2_10_22_deletes_the_stream_and_2_10_23_keeps_it(tmp_path):
     need_root()
     assert shutil.which("go") or all((REPO / "build" / "nats" / v / "bin" / "nats-server").exists()
                                      for v in ("2.10.22", "2.10.23")), "no go to install nats-server 2.10.22/23"
+    for version in ("2.10.22", "2.10.23"):  # installed first, one after the other (scripts/nats-server.sh
+        release_binary(version)             # shares Go's build cache), so both clusters start together
     with ThreadPoolExecutor(2) as pool:
         broken = pool.submit(_scenario, tmp_path / "broken", "nats-crash-stream-deletion", "10.212.9.0/24")
         fixed = pool.submit(_scenario, tmp_path / "fixed", "nats-crash-stream-deletion-fixed", "10.212.10.0/24")
