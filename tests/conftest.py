@@ -68,18 +68,20 @@ def tiers_of(item) -> set[str]:
 # modules with a Spark test (`spark`: one JVM, two cores) and the rest (`in-process`: one
 # core each), so that whichever ends last does not leave a core idle (one in-process
 # stream ran on one core for its last two minutes). The cluster modules (root, docker,
-# browser tiers) are split in two, the real systems' (tests/kafka, tests/nats,
-# tests/docker: JVMs, NATS servers, containers) and the rest (the replica model on
-# namespaces, campaigns, reports), each a sequence of its own (one stream took 22 min,
-# mostly waiting). The Docker modules (tests/docker: an engine, an image, containers) are a
-# fifth stream, `containers`: they were a quarter of the real systems' stream's wall time
-# (269 of 916 s, 2026-11-29), mostly waiting on the engine, so that stream ended last
-# with a core idle for minutes. Every cluster test names its own subnet or run id, so the
-# streams do not meet. A module goes whole to one stream, so its module fixtures run once.
-# Without `--stream`, every test runs, one after another.
+# browser tiers) are split in three, each a sequence of its own (one stream took 22 min,
+# mostly waiting): Kafka's (`kafka`: JVMs), a second one (`cluster-2`: NATS's, Docker's and
+# the replica modules of CLUSTER_2_MODULES, which mostly wait on servers, an engine or
+# faults) and the rest (`cluster`: the replica model on namespaces, campaigns, reports).
+# Balanced by wall time (a clean clone, 2026-11-29: Kafka, NATS and Docker in one stream
+# took 916 s, the replica model's 694, the Spark stream 641). Every cluster test names its
+# own subnet or run id, and the modules that share a session fixture (hw_data_loss_runs's
+# runs) stay in one stream, so the streams do not meet. A module goes whole to one stream,
+# so its module fixtures run once. Without `--stream`, every test runs, one after another.
 IN_PROCESS_TIERS = {"unit", "spark"}
-OWN_DIRS = {"real-systems": ("tests/kafka/", "tests/nats/"), "containers": ("tests/docker/",)}
-STREAMS = ("in-process", "spark", "cluster", "real-systems", "containers")
+CLUSTER_2_MODULES = ("tests/scenarios/test_replaced_disk_e2e.py", "tests/scenarios/test_tiered_e2e.py",
+                     "tests/harness/test_targeted_run.py")
+OWN_PATHS = {"kafka": ("tests/kafka/",), "cluster-2": ("tests/nats/", "tests/docker/", *CLUSTER_2_MODULES)}
+STREAMS = ("in-process", "spark", "cluster", "kafka", "cluster-2")
 
 
 def pytest_configure(config):
@@ -91,15 +93,15 @@ def pytest_configure(config):
 def pytest_addoption(parser):
     parser.addoption("--stream", choices=STREAMS, default=None,
                      help="only the in-process modules without a Spark test (unit tier), only those with "
-                          "one (unit and spark tiers), only the real systems' cluster modules (tests/kafka, "
-                          "tests/nats), only the Docker modules (tests/docker) or only the other cluster "
-                          "modules (scripts/test.sh runs the five at once)")
+                          "one (unit and spark tiers), only Kafka's cluster modules (tests/kafka), only "
+                          "NATS's, Docker's and the modules of CLUSTER_2_MODULES (cluster-2) or only the "
+                          "other cluster modules (scripts/test.sh runs the five at once)")
 
 
 def pytest_ignore_collect(collection_path, config):
-    """The real systems' and the containers' streams do not import the other folders' test
-    modules (a collection 8.7 -> 3.6 CPU-s); the other streams need tiers from every module."""
-    own = OWN_DIRS.get(config.getoption("--stream", default=None))
+    """The kafka and cluster-2 streams do not import the other test modules (a collection
+    8.7 -> 3.6 CPU-s); the other streams need tiers from every module."""
+    own = OWN_PATHS.get(config.getoption("--stream", default=None))
     if own is None or collection_path.suffix != ".py":
         return None
     try:
@@ -112,7 +114,7 @@ def pytest_ignore_collect(collection_path, config):
 def stream_of(module: str, module_tiers: set[str]) -> str:
     if module_tiers <= IN_PROCESS_TIERS:
         return "spark" if "spark" in module_tiers else "in-process"
-    return next((stream for stream, dirs in OWN_DIRS.items() if module.startswith(dirs)), "cluster")
+    return next((stream for stream, paths in OWN_PATHS.items() if module.startswith(paths)), "cluster")
 
 
 def pytest_collection_modifyitems(config, items):
