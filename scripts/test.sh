@@ -3,8 +3,8 @@
 #
 # With no arguments the suite runs as five streams at once (tests/conftest.py,
 # `--stream`): the cluster modules of the replica model, campaigns and reports in the
-# foreground; beside them the real systems' cluster modules (Kafka, NATS), a second cluster
-# stream (Docker's and a few long-waiting replica modules: tests/conftest.py's CLUSTER_2_MODULES), and,
+# foreground; beside them Kafka's cluster modules (`kafka`), a second cluster stream
+# (NATS's, Docker's and a few long-waiting replica modules: tests/conftest.py's CLUSTER_2_MODULES), and,
 # at a lower CPU priority, the in-process modules, those with a Spark test and the rest
 # (unit tier), which use the CPU the cluster tests leave idle while they wait on faults.
 # The other four streams' output follows the foreground's. With arguments, one pytest runs them (e.g.
@@ -40,7 +40,7 @@ systems_log="$(mktemp)"
 cluster2_log="$(mktemp)"
 side_log="$(mktemp)"
 spark_log="$(mktemp)"
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 --stream real-systems \
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 --stream kafka \
     >"$systems_log" 2>&1 &
 systems=$!
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --stream cluster-2 \
@@ -55,12 +55,12 @@ spark=$!
 trap 'kill -TERM "$systems" "$cluster2" "$side" "$spark" 2>/dev/null
       rm -f "$systems_log" "$cluster2_log" "$side_log" "$spark_log"' EXIT
 trap 'exit 130' INT TERM
-echo "test: the real systems' cluster tests (Kafka, NATS), the second cluster stream (Docker, ...) and the in-process tests (unit; Spark)" \
+echo "test: Kafka's cluster tests, the second cluster stream (NATS, Docker, ...) and the in-process tests (unit; Spark)" \
      "run beside these; their output follows" >&2
 .venv/bin/python -m pytest -q --durations=25 --stream cluster
 cluster_rc="$(pytest_rc $? "cluster stream")"
 wait "$systems"
-systems_rc="$(pytest_rc $? "real-systems stream")"
+systems_rc="$(pytest_rc $? "kafka stream")"
 wait "$cluster2"
 cluster2_rc="$(pytest_rc $? "cluster-2 stream")"
 wait "$side"
@@ -68,10 +68,10 @@ side_rc="$(pytest_rc $? "in-process stream")"
 wait "$spark"
 spark_rc="$(pytest_rc $? "spark stream")"
 echo
-echo "==================== the real systems' cluster tests (Kafka, NATS) ===================="
+echo "==================== Kafka's cluster tests ===================="
 cat "$systems_log"
 echo
-echo "==================== the second cluster stream (Docker, CLUSTER_2_MODULES) ===================="
+echo "==================== the second cluster stream (NATS, Docker, CLUSTER_2_MODULES) ===================="
 cat "$cluster2_log"
 echo
 echo "==================== the in-process tests without Spark (unit tier) ===================="
@@ -79,6 +79,6 @@ cat "$side_log"
 echo
 echo "==================== the in-process modules with a Spark test (unit and Spark tiers) ===================="
 cat "$spark_log"
-echo "test: cluster stream exit $cluster_rc, real-systems stream exit $systems_rc," \
+echo "test: cluster stream exit $cluster_rc, kafka stream exit $systems_rc," \
      "cluster-2 stream exit $cluster2_rc, in-process stream exit $side_rc, spark stream exit $spark_rc" >&2
 [ "$cluster_rc" -eq 0 ] && [ "$systems_rc" -eq 0 ] && [ "$cluster2_rc" -eq 0 ] && [ "$side_rc" -eq 0 ] && [ "$spark_rc" -eq 0 ]

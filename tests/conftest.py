@@ -69,23 +69,21 @@ def tiers_of(item) -> set[str]:
 # core each), so that whichever ends last does not leave a core idle (one in-process
 # stream ran on one core for its last two minutes). The cluster modules (root, docker,
 # browser tiers) are split in three, each a sequence of its own (one stream took 22 min,
-# mostly waiting): the real systems' (`real-systems`: tests/kafka, tests/nats), a second
-# one (`cluster-2`: Docker's modules and the replica modules of CLUSTER_2_MODULES, which
-# mostly wait on an engine or on faults) and the rest (`cluster`: the replica model on
-# namespaces, campaigns, reports). Balanced by wall time (a clean clone, 2026-11-29: Kafka,
+# mostly waiting): Kafka's (`kafka`: tests/kafka, JVMs), a second one (`cluster-2`:
+# NATS's and Docker's modules and the replica modules of CLUSTER_2_MODULES, which mostly
+# wait on servers, an engine or faults) and the rest (`cluster`: the replica model on
+# namespaces, campaigns, reports). Balanced by wall time, clean clones of 2026-11-29: Kafka,
 # NATS and Docker in one stream took 916 s, the replica model's 694, the Spark stream 641;
-# Docker's modules alone 191 s). In a stream, the modules of WAITING_FIRST go first: they
-# mostly wait, and a stream that ends on them leaves the cores idle (a clean clone ended
-# with 110 s at 70-90% idle on the NATS modules). Every cluster test names its own subnet
-# or run id, and the modules that share a session fixture (hw_data_loss_runs's runs) stay
-# in one stream, so the streams do not meet. A module goes whole to one stream, so its
-# module fixtures run once. Without `--stream`, every test runs, one after another.
+# with Docker's and those replica modules apart, Kafka and NATS took 680 s, the second
+# stream 333, the replica model's 480. Every cluster test names its own subnet or run id,
+# and the modules that share a session fixture (hw_data_loss_runs's runs) stay in one
+# stream, so the streams do not meet. A module goes whole to one stream, so its module
+# fixtures run once. Without `--stream`, every test runs, one after another.
 IN_PROCESS_TIERS = {"unit", "spark"}
 CLUSTER_2_MODULES = ("tests/scenarios/test_replaced_disk_e2e.py", "tests/scenarios/test_tiered_e2e.py",
                      "tests/harness/test_targeted_run.py")
-OWN_PATHS = {"real-systems": ("tests/kafka/", "tests/nats/"), "cluster-2": ("tests/docker/", *CLUSTER_2_MODULES)}
-WAITING_FIRST = ("tests/nats/",)
-STREAMS = ("in-process", "spark", "cluster", "real-systems", "cluster-2")
+OWN_PATHS = {"kafka": ("tests/kafka/",), "cluster-2": ("tests/nats/", "tests/docker/", *CLUSTER_2_MODULES)}
+STREAMS = ("in-process", "spark", "cluster", "kafka", "cluster-2")
 
 
 def pytest_configure(config):
@@ -97,13 +95,13 @@ def pytest_configure(config):
 def pytest_addoption(parser):
     parser.addoption("--stream", choices=STREAMS, default=None,
                      help="only the in-process modules without a Spark test (unit tier), only those with "
-                          "one (unit and spark tiers), only the real systems' cluster modules (tests/kafka, "
-                          "tests/nats), only Docker's and the modules of CLUSTER_2_MODULES (cluster-2) or "
-                          "only the other cluster modules (scripts/test.sh runs the five at once)")
+                          "one (unit and spark tiers), only Kafka's cluster modules (tests/kafka), only "
+                          "NATS's, Docker's and the modules of CLUSTER_2_MODULES (cluster-2) or only the "
+                          "other cluster modules (scripts/test.sh runs the five at once)")
 
 
 def pytest_ignore_collect(collection_path, config):
-    """The real-systems and cluster-2 streams do not import the other test modules (a collection
+    """The kafka and cluster-2 streams do not import the other test modules (a collection
     8.7 -> 3.6 CPU-s); the other streams need tiers from every module."""
     own = OWN_PATHS.get(config.getoption("--stream", default=None))
     if own is None or collection_path.suffix != ".py":
@@ -141,7 +139,6 @@ def pytest_collection_modifyitems(config, items):
     dropped = [item for item in items if item not in kept]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-    keep.sort(key=lambda item: not item.nodeid.startswith(WAITING_FIRST))  # stable: the rest keep their order
     items[:] = keep
 
 

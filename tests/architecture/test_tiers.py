@@ -54,7 +54,7 @@ MODULES = {
 def test_the_streams_split_by_module_and_cover_every_test(tmp_path):
     """scripts/test.sh's `--stream`: a module whose every test is unit or spark is in-process
     (`spark` if it has a Spark test), any other module goes whole (its unit tests too) to
-    the cluster stream (tests/kafka, tests/nats: real-systems; tests/docker and
+    the cluster stream (tests/kafka: kafka; tests/nats, tests/docker and
     CLUSTER_2_MODULES: cluster-2; none here)."""
     (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_addoption, "
                                           "pytest_collection_modifyitems  # noqa: F401\n")
@@ -69,7 +69,7 @@ def test_the_streams_split_by_module_and_cover_every_test(tmp_path):
         return {line.strip().rsplit("/", 1)[-1] for line in out.stdout.splitlines() if "::" in line}
 
     everything, side, spark = ids(), ids("--stream", "in-process"), ids("--stream", "spark")
-    cluster, real = ids("--stream", "cluster"), ids("--stream", "real-systems")
+    cluster, real = ids("--stream", "cluster"), ids("--stream", "kafka")
     assert side == {"test_pure.py::test_u"}
     assert spark == {"test_sparky.py::test_u", "test_sparky.py::test_s"}
     assert cluster == {"test_mixed.py::test_u", "test_mixed.py::test_r", "test_page.py::test_b"}
