@@ -14,6 +14,7 @@ import json
 import random
 import threading
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -289,17 +290,30 @@ def test_stream_counts_come_back_from_the_spill_file():
         streams.settle()
         streams.of(2)[4] += 1
         streams.settle()  # session 1 idle: spilled; session 2 used: kept
-        assert 1 not in streams.live and 2 in streams.live
+        assert streams.live_sessions() == {2}
         streams.settle()  # now 2 as well
-        assert streams.live == {}
+        assert streams.live_sessions() == set()
         assert streams.of(1) == {5: 3, -7: 1, 10**15: 2}
         assert streams.of(2) == {4: 10}
         assert streams.of(3) == {}
         streams.of(1)[5] += 1
         streams.settle()
         streams.settle()  # spilled again, after reads from the file
-        assert streams.live == {}
+        assert streams.live_sessions() == set()
         assert (streams.of(2), streams.of(1)) == ({4: 10}, {5: 4, -7: 1, 10**15: 2})
+        # the block-wise counting: handed-out dicts, spilled and new sessions alike
+        had = streams.add(np.array([1, 1, 4, 1]), np.array([5, 99, 10**15, -7]), np.array([2, 1, 1, 3]))
+        assert had.tolist() == [4, 0, 0, 1]
+        assert streams.of(1) == {5: 6, -7: 4, 10**15: 2, 99: 1} and streams.of(4) == {10**15: 1}
+        streams.settle()
+        streams.settle()
+        assert streams.live_sessions() == set()
+        had = streams.add(np.array([4, 2, 2, 7]), np.array([10**15, 4, -3, 4]), np.array([1, 1, 5, 2]))
+        assert had.tolist() == [1, 10, 0, 0]
+        assert streams.live_sessions() == {2, 4, 7}
+        assert streams.add(np.array([-1, 1 << 40]), np.array([4, 4]), np.array([1, 1])).tolist() == [0, 0]
+        assert [streams.of(s) for s in (1, 2, 4, 7, -1, 1 << 40)] == [
+            {5: 6, -7: 4, 10**15: 2, 99: 1}, {4: 11, -3: 5}, {10**15: 2}, {4: 2}, {4: 1}, {4: 1}]
     finally:
         streams.close()
 
