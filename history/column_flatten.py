@@ -57,6 +57,7 @@ class StreamCounts:
         self.used.add(session)
         counts = self.dicts.get(session)
         if counts is None:
+            _packable(session)
             self._back([session])
             lo, hi = np.searchsorted(self.stream, [session << 32, (session + 1) << 32])
             keys = self.key_of[self.stream[lo:hi] & 0xFFFFFFFF]
@@ -71,13 +72,8 @@ class StreamCounts:
         twice); -> the reads each had before."""
         if not len(sessions):
             return np.zeros(0, np.int64)
-        if int(sessions.min()) < 0 or int(sessions.max()) >= 1 << 31:  # not numbers to pack
-            had = []
-            for session, key, n in zip(sessions.tolist(), keys.tolist(), reads.tolist()):
-                counts = self.of(session)
-                had.append(counts.get(key, 0))
-                counts[key] = had[-1] + n
-            return np.array(had, np.int64)
+        _packable(int(sessions.min()))
+        _packable(int(sessions.max()))
         present = np.unique(sessions).tolist()
         self.used.update(present)
         self._back(present)
@@ -162,6 +158,13 @@ class StreamCounts:
     def close(self) -> None:
         if self.spill is not None:
             self.spill.close()
+
+
+def _packable(session: int) -> None:
+    """Sessions are numbered from 0 by the Flattener (`session_of`): under 2**31 for any
+    history of fewer polls, so that `session << 32 | key id` fits an int64."""
+    if not 0 <= session < 1 << 31:
+        raise ValueError(f"session {session}: stream counts take sessions 0 .. 2**31 - 1")
 
 
 class ColumnFlattener(Flattener):

@@ -451,13 +451,15 @@ def _promote_young() -> None:
 
     Why: with the collector paused, the ops still count as new containers, and the
     first allocation after it resumes starts a young collection that walks every one
-    of them (and moves them up, to be walked again a generation later): ~0.008 of
-    the corpus's ~0.045 CPU-s (bench/knossos_read_check.py). gc.freeze() then
-    gc.unfreeze() splices the generations' lists into the oldest one and resets the
-    young count, in constant time; the ops are then walked only by full collections,
-    like any long-lived data. Skipped when the process froze objects of its own
-    (unfreeze would release them). Other young objects of the caller move up too:
-    a cycle among them is freed at the next full collection instead of a young one.
+    of them (and moves them up, to be walked again a generation later): the warm
+    median of the Knossos corpus was 0.044 CPU-s with that, 0.030 without
+    (bench/knossos_read_check.py). gc.freeze() then gc.unfreeze() splices the
+    generations' lists into the oldest one and resets the young count, in constant
+    time; the ops are then walked only by full collections, like any long-lived data.
+    Skipped when the process froze objects of its own (unfreeze would release them;
+    get_freeze_count() walks them, once per file). Other young objects of the caller
+    move up too: a cycle among them is freed at the next full collection instead of
+    a young one.
     """
     if not gc.get_freeze_count():
         gc.freeze()
