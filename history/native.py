@@ -50,6 +50,8 @@ def library():
             lib.fast_lines.argtypes = [ctypes.c_char_p, ptr, ptr, ctypes.c_int64, ptr]
             lib.scan_block.restype = ctypes.c_int64
             lib.scan_block.argtypes = [ctypes.c_char_p, ctypes.c_int64] + [ptr] * 20
+            lib.expand_reads.restype = None
+            lib.expand_reads.argtypes = [ctypes.c_int64] + [ptr] * 15
             lib.edn_json.restype = ctypes.c_int64
             lib.edn_json.argtypes = [ctypes.c_char_p, ctypes.c_int64, ptr, ptr]
             _lib = lib
@@ -120,6 +122,28 @@ def scan_block(data: bytes, size: int | None = None):
             "seg_line": seg_line[:segs].copy(), "seg_key": seg_key[:segs].copy(),
             "seg_first": seg_first[:segs].copy(), "seg_pairs": seg_pairs[:segs].copy(),
             "pair_offset": pair_offset[:pairs].copy(), "pair_value": texts(pair_value_offset, pair_bytes, pairs)}
+
+
+def expand_reads(seg_key, seg_rel, seg_pairs, seg_session, seg_first, line_process, line_index,
+                 line_invoke, rows: int) -> dict | None:
+    """A run's read rows from its segments, in one C pass (native.c's expand_reads):
+    -> key, process (codes), index, pos, session, invoke_index and seq columns of
+    `rows` rows; None without the library. Segment arrays are int64, indexed by
+    segment; line arrays by the line's place in the run (`seg_rel`)."""
+    lib = library()
+    if lib is None:
+        return None
+    import numpy as np
+
+    inputs = [np.ascontiguousarray(a, np.int64) for a in (seg_key, seg_rel, seg_pairs, seg_session, seg_first)]
+    inputs += [np.ascontiguousarray(line_process, np.int32), np.ascontiguousarray(line_index, np.int64),
+               np.ascontiguousarray(line_invoke, np.int64)]
+    out = {"key": np.empty(rows, np.int64), "process": np.empty(rows, np.int32),
+           "index": np.empty(rows, np.int64), "pos": np.empty(rows, np.int32),
+           "session": np.empty(rows, np.int64), "invoke_index": np.empty(rows, np.int64),
+           "seq": np.empty(rows, np.int64)}
+    lib.expand_reads(len(inputs[0]), *(a.ctypes.data for a in inputs), *(a.ctypes.data for a in out.values()))
+    return out
 
 
 def fast_lines(data: bytes, starts, ends):

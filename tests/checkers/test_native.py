@@ -14,7 +14,9 @@ it either declines or gives what the Python readers give.
 """
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 
 import numpy as np
 import pyarrow as pa
@@ -143,6 +145,43 @@ def test_every_knossos_history_reads_the_same_through_the_c_pass():
             taken += 1
             assert ops == formats._fast_edn(data) == formats._read_edn_slow(str(path), data.decode()), path
     assert taken >= 110  # the corpus is flat op maps but for a few files
+
+
+def test_the_c_pass_leaves_the_garbage_collector_as_it_was():
+    """The read pauses the collector and moves the ops out of the young generations
+    (formats._promote_young): the collector runs again afterwards, a caller's frozen
+    objects stay frozen, and a cycle made after the read is still collected."""
+    path = KNOSSOS / "cas-register" / "good" / "mongodb-v0-ack-rollback-8.edn"
+    data = path.read_bytes()
+    assert gc.isenabled()
+    assert formats._native_edn(data) is not None
+    assert gc.isenabled() and gc.get_count()[0] < 100
+    gc.disable()
+    try:  # a caller that paused the collector itself keeps it paused
+        assert formats._native_edn(data) is not None
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    frozen = [[] for _ in range(10)]
+    gc.freeze()
+    try:
+        held = gc.get_freeze_count()
+        assert formats._native_edn(data) == formats._fast_edn(data)
+        assert gc.get_freeze_count() == held  # not unfrozen by the read
+    finally:
+        gc.unfreeze()
+    del frozen
+    formats._native_edn(data)
+    cycle = []
+    cycle.append(cycle)
+    ref = weakref.ref(_Cycle(cycle))
+    gc.collect()
+    assert ref() is None
+
+
+class _Cycle:
+    def __init__(self, other):
+        self.me, self.other = self, other
 
 
 def edn_mutations(data: bytes, rng: random.Random, count: int):
