@@ -106,11 +106,9 @@ def key_calls(key: int, sends: Iterable[tuple], reads: Iterable[tuple],
 
 
 def check_key(key: int, sends, reads, end, deadline_epoch: float | None,
-              skips: bool = True, columns: tuple | None = None) -> dict:
+              columns: tuple | None = None) -> dict:
     """Search one key; the deadline travels as wall-clock time (it crosses processes).
 
-    skips: look for polls that skip an observed offset (False: the caller knows none does
-    and has left out records no step needs, `checkers.spark.linearizability._needed_reads`).
     columns: the same rows as `checkers.linear.log_columns.check_columns`'s columns, if the
     caller has them (the Spark worker's Arrow group); sends and reads may then be callables
     that build the row lists, called only if the key needs the whole search."""
@@ -119,13 +117,12 @@ def check_key(key: int, sends, reads, end, deadline_epoch: float | None,
         deadline = time.monotonic() + (deadline_epoch - time.time())
     if columns is None:
         columns = _columns(sends, reads)
-    found = check_columns(*columns, end, skips, deadline)
+    found = check_columns(*columns, end, deadline)
     if found is not None:  # proven valid from the columns, counted as the search counts
         return found
     if callable(sends):
         sends, reads = sends(), reads()
     model = Log()
-    model.check_skips = skips
     calls = model.prepare(key_calls(key, sends, reads, end))
     found = check_calls(model, calls, deadline=deadline)
     if found["valid"] is False:  # values travel as JSON texts; show them as values

@@ -64,7 +64,7 @@ def _strings(column) -> pa.Array:
 
 def check_columns(send_value, send_offset, send_type, send_inv, send_done,
                   read_offset, read_value, read_index, read_inv,
-                  end: tuple | None, skips: bool, deadline: float | None,
+                  end: tuple | None, deadline: float | None,
                   max_configs: int = DEFAULT_MAX_CONFIGS) -> dict | None:
     """One key's rows as columns (`checkers.linearizability.key_calls`'s fields; `end` is
     (length, invoke, complete) or None) -> the valid result of the search, or None when
@@ -131,7 +131,7 @@ def check_columns(send_value, send_offset, send_type, send_inv, send_done,
         starts = np.flatnonzero(first)
         if (p_inv != np.repeat(p_inv[starts], np.diff(np.r_[starts, n_r]))).any():
             return None  # one completion with two invocations: not a poll as key_calls pairs it
-        if skips and n_r > 1:
+        if n_r > 1:
             observed = np.union1d(a_off, r_off)
             same = ~first[1:]
             low, high = p_off[:-1][same], p_off[1:][same]
@@ -192,7 +192,7 @@ def check_columns(send_value, send_offset, send_type, send_inv, send_done,
         if s_texts is None:
             s_texts, r_texts = s_vals.to_pylist(), r_vals.to_pylist()
         rows = np.flatnonzero(definite)[np.argsort(a_off, kind="stable")]
-        model = _chain_model([s_texts[i] for i in rows], skips)
+        model = _chain_model([s_texts[i] for i in rows])
         for w in multi:
             if deadline is not None and time.monotonic() > deadline:
                 return None
@@ -207,11 +207,10 @@ def check_columns(send_value, send_offset, send_type, send_inv, send_done,
     return {"valid": True, "calls": n, "configs": configs}
 
 
-def _chain_model(values: list, skips: bool) -> Log:
+def _chain_model(values: list) -> Log:
     """A Log model whose interned states 0..m are the prefixes of the appends' log (node i
     has length i): the states the search reaches from them are the ones it would intern."""
     model = Log()
-    model.check_skips = skips
     m = len(values)
     model._parent = [-1, *range(m)]
     model._value = [None, *values]

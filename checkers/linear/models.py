@@ -210,8 +210,6 @@ class Log(Model):
     """
 
     name = "log"
-    check_skips = True
-    """prepare turns a read that skips an observed offset into a failing `skip`."""
 
     def __init__(self, initial: Any = None):
         super().__init__(None)
@@ -321,7 +319,7 @@ class Log(Model):
                 if not allowed:
                     continue
                 call = call._replace(f="place", value=(v, frozenset(allowed)))
-            elif call.f == "read" and self.check_skips and _skips(call.value, observed):
+            elif call.f == "read" and _skips(call.value, observed):
                 call = call._replace(f="skip")
             out.append(call)
         return out

@@ -27,21 +27,25 @@ from checkers.linearizability import check_key, result, time_limit_default
 from checkers.spark.sequential import settled_keys
 from checkers.spark.tables import Tables, key_in_run, run_id
 
-SEND, READ, END, TRIMMED = 0, 1, 2, 3
-OUT_SCHEMA = "k bigint, found string, trimmed boolean"
+SEND, READ, END = 0, 1, 2
+OUT_SCHEMA = "k bigint, found string"
 
 
-def _rows(tables: Tables, only: set[int], trim: bool = True) -> DataFrame:
+def _rows(tables: Tables, only: set[int]) -> DataFrame:
     """k, kind, value, offset, type, process, a (invocation), b (completion) of every call
-    row of the keys `only`; with `trim`, only the reads the search needs (`_needed_reads`)."""
+    row of the keys `only`.
+
+    Every read goes: the first search is the whole one, so an invalid key's counterexample
+    shows whole polls without a second search. Until 2026-11-29 the reads no step can fail
+    stayed in the JVM (a join with the acknowledgements) and invalid keys were searched
+    again with every read; the join cost more than the rows it saved (docs/performance.md,
+    "Linearizability of a 10M-op history")."""
     none = F.lit(None)
     sends = tables._keyed("sends", only).select(
         "k", F.lit(SEND).alias("kind"), "value", "offset", "type", "process",
         F.col("invoke_index").alias("a"), F.col("complete_index").alias("b"))
-    reads = (_needed_reads(tables, only) if trim and tables.suspect_streams is not None
-             else tables._keyed("reads", only).withColumn("kind", F.lit(READ)))
-    reads = reads.select(
-        "k", "kind", "value", "offset", none.cast("string").alias("type"),
+    reads = tables._keyed("reads", only).select(
+        "k", F.lit(READ).alias("kind"), "value", "offset", none.cast("string").alias("type"),
         "process", F.col("invoke_index").alias("a"), F.col("index").alias("b"))
     ends = tables._keyed("ends", only).select(
         "k", F.lit(END).alias("kind"), none.cast("string").alias("value"),
@@ -51,36 +55,11 @@ def _rows(tables: Tables, only: set[int], trim: bool = True) -> DataFrame:
     return sends.unionByName(reads).unionByName(ends)
 
 
-def _needed_reads(tables: Tables, only: set[int]) -> DataFrame:
-    """The reads of keys `only` that can matter to the search, kind TRIMMED on keys trimmed
-    (all but those with a suspect stream).
-
-    A record (offset, integer value) whose poll was invoked after every ok send of that
-    value at that offset completed passes in every state the search can try the poll in
-    (it has passed those sends' completions, so they are applied; appends never change an
-    offset): leaving it out changes no step. Only on keys with no suspect read stream (no
-    poll skips an offset, so `Log.prepare` need not look for skips, which the left-out
-    records would fake); a poll keeps its first record, so it stays a call. Text values
-    (compared by hash here) are always kept.
-    """
-    acked = tables.triples.where(F.col("ack_index").isNotNull()).select(
-        "k", "offset", "vid", "vtext", "ack_index")
-    whole = F.broadcast(tables.suspect_streams.select("k").distinct()
-                        .withColumn("whole", F.lit(True)))
-    reads = (tables.raw("reads", only).join(acked, ["k", "offset", "vid", "vtext"], "left")
-             .join(whole, "k", "left"))
-    trimmed = F.col("whole").isNull()
-    passes = F.coalesce(trimmed & ~F.col("vtext") & (F.col("invoke_index") > F.col("ack_index")),
-                        F.lit(False))
-    return (reads.where((F.col("pos") == 0) | ~passes)
-            .withColumn("kind", F.when(trimmed, F.lit(TRIMMED)).otherwise(F.lit(READ))))
-
-
 def _searcher(deadline_epoch: float):
     def search(group: pa.Table) -> pa.Table:
         k = group.column("k")[0].as_py()
         kind = group.column("kind").to_numpy()
-        sends, reads = np.flatnonzero(kind == SEND), np.flatnonzero((kind == READ) | (kind == TRIMMED))
+        sends, reads = np.flatnonzero(kind == SEND), np.flatnonzero(kind == READ)
         ends = np.flatnonzero(kind == END)
         end = None
         if len(ends):
@@ -92,11 +71,9 @@ def _searcher(deadline_epoch: float):
         columns = (s.column("value"), s.column("offset"), s.column("type"), s.column("a"),
                    s.column("b"), r.column("offset"), r.column("value"), r.column("b"),
                    r.column("a"))
-        trimmed = bool((kind == TRIMMED).any())
         found = check_key(key_in_run(k), lambda: _send_rows(s), lambda: _read_rows(r), end,
-                          deadline_epoch, skips=not trimmed, columns=columns)
-        return pa.table({"k": [k], "found": [json.dumps(found, default=str)],
-                         "trimmed": [trimmed]})
+                          deadline_epoch, columns=columns)
+        return pa.table({"k": [k], "found": [json.dumps(found, default=str)]})
     return search
 
 
@@ -113,21 +90,21 @@ def _read_rows(table: pa.Table) -> list[tuple]:
 COLUMNS = ("k", "kind", "value", "offset", "type", "process", "a", "b")
 
 
-def _search_rows(search, item) -> tuple[int, str, bool]:
+def _search_rows(search, item) -> tuple[int, str]:
     """The RDD path: one key's rows (tuples in COLUMNS order) through the same search."""
     k, rows = item
     table = pa.table({name: list(column) for name, column in zip(COLUMNS, zip(*rows))})
     out = search(table)
-    return k, out.column("found")[0].as_py(), out.column("trimmed")[0].as_py()
+    return k, out.column("found")[0].as_py()
 
 
 def _search(rows: DataFrame, search) -> list:
-    """Rows of the keys to search -> [{k, found, trimmed}], one per key."""
+    """Rows of the keys to search -> [{k, found}], one per key."""
     try:
         import pandas  # noqa: F401 - applyInArrow checks for it
     except ImportError:  # a venv set up before pandas was a dependency: rows as pickles
-        return [{"k": k, "found": found, "trimmed": trimmed}
-                for k, found, trimmed in rows.rdd.map(lambda row: (row["k"], tuple(row)))
+        return [{"k": k, "found": found}
+                for k, found in rows.rdd.map(lambda row: (row["k"], tuple(row)))
                 .groupByKey().map(lambda item: _search_rows(search, item)).collect()]
     return rows.groupBy("k").applyInArrow(search, OUT_SCHEMA).collect()
 
@@ -163,11 +140,7 @@ def check_runs(tables: Tables, time_limit: float | None = None,
                order: tuple[list, float] | None = None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables` (before tables.release()).
     order: the collected rows of `settled_keys` and the seconds they took, if the caller
-    has them (they count in the result's time).
-
-    Runs beside the anomaly checks (`checkers.spark.engine`), so it does not wait for
-    their findings: a key found invalid with trimmed reads is searched again with all
-    of them, for a counterexample that shows whole polls."""
+    has them (they count in the result's time)."""
     from checkers.spark.session import ship_package
 
     started = time.monotonic() - (order[1] if order else 0.0)
@@ -181,10 +154,6 @@ def check_runs(tables: Tables, time_limit: float | None = None,
     search = _searcher(time.time() + limit * max(1, len(tables.runs)))
     rows = _search(_rows(tables, searched), search) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}
-    invalid = {row["k"] for row in rows if row["trimmed"] and found[row["k"]]["valid"] is False}
-    if invalid:  # again with every read, so the counterexample shows whole polls
-        found.update((row["k"], json.loads(row["found"]))
-                     for row in _search(_rows(tables, invalid, trim=False), search))
     per_run: dict[str, list] = {run: [] for run in tables.runs}
     for k, verdict in found.items():
         per_run[tables.runs[run_id(k)]].append((key_in_run(k), verdict))

@@ -21,7 +21,7 @@ def test_fast_path_matches_the_whole_search(tmp_path, monkeypatch, inject, seed)
     flat = flatten(json.loads(line) for line in path.read_text().splitlines())
     keys = linearizability.flat_keys(flat[0], flat[1], flat.ends)
     fast = linearizability.check_columns
-    proven = [fast(*linearizability._columns(rows[0], rows[1]), rows[2], True, None)
+    proven = [fast(*linearizability._columns(rows[0], rows[1]), rows[2], None)
               for _key, rows in keys]
     if not inject:  # a valid history: every key is proven without the whole search
         assert all(found is not None for found in proven)
