@@ -15,9 +15,14 @@ cd "$(dirname "$0")/.."
 # from the Go module proxy beside the set-up, which leaves a core partly idle (pip, apt,
 # Maven), instead of inside the NATS tests, where two at once compiled ~119 CPU-s at the
 # lowest priority of a busy machine; scripts/nats-server.sh builds one at a time, and a test
-# that needs one still being built waits for it.
+# that needs one still being built waits for it. Its own process group (setsid), so that an
+# interrupted suite stops the compilers too.
+nats_build=""
 if [ "$#" -eq 0 ] && command -v go >/dev/null; then
-    (for v in 2.10.22 2.10.23 2.12.1; do bash scripts/nats-server.sh "$v" >/dev/null 2>&1; done) &
+    setsid bash -c 'for v in 2.10.22 2.10.23 2.12.1; do bash scripts/nats-server.sh "$v" >/dev/null 2>&1; done' &
+    nats_build=$!
+    trap 'kill -TERM -- -"$nats_build" 2>/dev/null' EXIT
+    trap 'exit 130' INT TERM
 fi
 bash scripts/setup.sh || exit $?
 source scripts/bytecode.sh
@@ -36,13 +41,13 @@ if [ "$#" -gt 0 ]; then
     exit "$(pytest_rc $? "pytest $*")"
 fi
 
-systems_log="$(mktemp)"
+kafka_log="$(mktemp)"
 cluster2_log="$(mktemp)"
 side_log="$(mktemp)"
 spark_log="$(mktemp)"
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 --stream kafka \
-    >"$systems_log" 2>&1 &
-systems=$!
+    >"$kafka_log" 2>&1 &
+kafka=$!
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --stream cluster-2 \
     >"$cluster2_log" 2>&1 &
 cluster2=$!
@@ -52,15 +57,16 @@ side=$!
 nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --stream spark \
     >"$spark_log" 2>&1 &
 spark=$!
-trap 'kill -TERM "$systems" "$cluster2" "$side" "$spark" 2>/dev/null
-      rm -f "$systems_log" "$cluster2_log" "$side_log" "$spark_log"' EXIT
+trap 'kill -TERM "$kafka" "$cluster2" "$side" "$spark" 2>/dev/null
+      [ -z "$nats_build" ] || kill -TERM -- -"$nats_build" 2>/dev/null
+      rm -f "$kafka_log" "$cluster2_log" "$side_log" "$spark_log"' EXIT
 trap 'exit 130' INT TERM
 echo "test: Kafka's cluster tests, the second cluster stream (NATS, Docker, ...) and the in-process tests (unit; Spark)" \
      "run beside these; their output follows" >&2
 .venv/bin/python -m pytest -q --durations=25 --stream cluster
 cluster_rc="$(pytest_rc $? "cluster stream")"
-wait "$systems"
-systems_rc="$(pytest_rc $? "kafka stream")"
+wait "$kafka"
+kafka_rc="$(pytest_rc $? "kafka stream")"
 wait "$cluster2"
 cluster2_rc="$(pytest_rc $? "cluster-2 stream")"
 wait "$side"
@@ -69,7 +75,7 @@ wait "$spark"
 spark_rc="$(pytest_rc $? "spark stream")"
 echo
 echo "==================== Kafka's cluster tests ===================="
-cat "$systems_log"
+cat "$kafka_log"
 echo
 echo "==================== the second cluster stream (NATS, Docker, CLUSTER_2_MODULES) ===================="
 cat "$cluster2_log"
@@ -79,6 +85,6 @@ cat "$side_log"
 echo
 echo "==================== the in-process modules with a Spark test (unit and Spark tiers) ===================="
 cat "$spark_log"
-echo "test: cluster stream exit $cluster_rc, kafka stream exit $systems_rc," \
+echo "test: cluster stream exit $cluster_rc, kafka stream exit $kafka_rc," \
      "cluster-2 stream exit $cluster2_rc, in-process stream exit $side_rc, spark stream exit $spark_rc" >&2
-[ "$cluster_rc" -eq 0 ] && [ "$systems_rc" -eq 0 ] && [ "$cluster2_rc" -eq 0 ] && [ "$side_rc" -eq 0 ] && [ "$spark_rc" -eq 0 ]
+[ "$cluster_rc" -eq 0 ] && [ "$kafka_rc" -eq 0 ] && [ "$cluster2_rc" -eq 0 ] && [ "$side_rc" -eq 0 ] && [ "$spark_rc" -eq 0 ]
