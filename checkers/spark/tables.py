@@ -325,7 +325,8 @@ def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFram
     obs: observed (acknowledged or read); rd: read; fin: read by a final
     poll; read_index: first poll reading it; ack_index / fail_index: the ok /
     failed send's completion; held: some replica holds it; c_lo / c_hi:
-    epochs of the final replicas' committed copies; past: a past copy commits it
+    epochs of the final replicas' committed copies; h_lo / h_hi: epochs of every final
+    copy (the replica diff's differences); past: a past copy commits it
     (checkers.replica_diff, overwritten). One hash aggregation over all 30M input rows;
     O and V derive from its ~5M rows. Sends without an outcome that matters
     (info) are left out. The four yes/no facts travel as bits of one byte
@@ -336,10 +337,11 @@ def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFram
     ok = (F.col("type") == 0) & F.col("offset").isNotNull()
     fail = F.col("type") == 1
 
-    def part(frame, bits, read_index, ack_index, fail_index, epoch):
+    def part(frame, bits, read_index, ack_index, fail_index, epoch, held_epoch=none):
         return frame.select(*VALUE, bits.cast("byte").alias("bits"),
                             read_index.alias("read_index"), ack_index.alias("ack_index"),
-                            fail_index.alias("fail_index"), epoch.alias("epoch"))
+                            fail_index.alias("fail_index"), epoch.alias("epoch"),
+                            held_epoch.alias("held_epoch"))
 
     read_bits = F.when(F.col("final"), OBS | RD | FIN).otherwise(OBS | RD)
     rows = (part(sends.where(ok | fail), F.when(ok, OBS).otherwise(0), none,
@@ -348,15 +350,17 @@ def _triples(sends: DataFrame, reads: DataFrame, records: DataFrame) -> DataFram
             .unionByName(part(reads, read_bits, F.col("index"), none, none, none))
             .unionByName(part(records, F.when(F.col("held"), HELD)
                               .otherwise(F.when(F.col("committed"), PAST).otherwise(0)), none, none, none,
-                              F.when(F.col("committed") & F.col("held"), F.col("epoch")))))
+                              F.when(F.col("committed") & F.col("held"), F.col("epoch")),
+                              F.when(F.col("held"), F.col("epoch")))))
     bits = F.col("bits").cast("int")
     return rows.groupBy(*VALUE).agg(
         F.bit_or("bits").alias("bits"), F.min("read_index").alias("read_index"),
         F.max("ack_index").alias("ack_index"), F.max("fail_index").alias("fail_index"),
-        F.min("epoch").alias("c_lo"), F.max("epoch").alias("c_hi")).select(
+        F.min("epoch").alias("c_lo"), F.max("epoch").alias("c_hi"),
+        F.min("held_epoch").alias("h_lo"), F.max("held_epoch").alias("h_hi")).select(
         *VALUE, *[(bits.bitwiseAND(flag) != 0).cast("byte").alias(name) for name, flag in
                   (("obs", OBS), ("rd", RD), ("fin", FIN), ("held", HELD), ("past", PAST))],
-        "read_index", "ack_index", "fail_index", "c_lo", "c_hi")
+        "read_index", "ack_index", "fail_index", "c_lo", "c_hi", "h_lo", "h_hi")
 
 
 def _distinct_values(where, prefix: str) -> list:
@@ -371,7 +375,9 @@ def differs(prefix: str):
 
 
 def _offset_facts(triples: DataFrame) -> DataFrame:
-    """O: per (k, offset): observed values, reads, committed copies, held."""
+    """O: per (k, offset): observed values, reads, committed copies, held; h_values,
+    h_lo, h_hi: the values and epochs of its final copies (their (epoch, value) pairs
+    differ iff h_values > 1 or h_lo != h_hi)."""
     obs = F.col("obs") == 1
     committed = F.col("c_lo").isNotNull()
     past_only = (F.col("past") == 1) & ~committed  # a past copy's committed value no final copy commits
@@ -380,7 +386,9 @@ def _offset_facts(triples: DataFrame) -> DataFrame:
         F.min("read_index").alias("read_index"), F.max("held").alias("held"),
         F.min("c_lo").alias("c_lo"), F.max("c_hi").alias("c_hi"),
         *_distinct_values(obs, "obs"), *_distinct_values(committed, "c"),
-        *_distinct_values(past_only, "p")))
+        *_distinct_values(past_only, "p"),
+        F.min("h_lo").alias("h_lo"), F.max("h_hi").alias("h_hi"),
+        *_distinct_values(F.col("held") == 1, "h")))
 
 
 def _key_facts(offsets: DataFrame, replicas: DataFrame) -> DataFrame:
