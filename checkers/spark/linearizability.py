@@ -98,7 +98,7 @@ def _search_rows(search, item) -> tuple[int, str]:
     return k, out.column("found")[0].as_py()
 
 
-def _search(rows: DataFrame, search) -> list:
+def _search(rows: DataFrame, search, width: int = 8) -> list:
     """Rows of the keys to search -> [{k, found}], one per key."""
     try:
         import pandas  # noqa: F401 - applyInArrow checks for it
@@ -106,7 +106,30 @@ def _search(rows: DataFrame, search) -> list:
         return [{"k": k, "found": found}
                 for k, found in rows.rdd.map(lambda row: (row["k"], tuple(row)))
                 .groupByKey().map(lambda item: _search_rows(search, item)).collect()]
-    return rows.groupBy("k").applyInArrow(search, OUT_SCHEMA).collect()
+    return rows.repartition(width, "k").mapInArrow(_per_key(search), OUT_SCHEMA).collect()
+
+
+def _per_key(search):
+    """A partition's Arrow batches -> the search's answer for each of its keys.
+
+    The rows of a key are put together here, by a stable numpy sort of the partition's
+    k column, not by Spark's groupBy(k).applyInArrow: that sorted every shipped row in
+    the JVM and cut Arrow batches per group, 33 of the search job's 46 JVM CPU-s on a
+    10M-op history of concurrent keys (docs/performance.md)."""
+    def per_partition(batches):
+        batches = list(batches)
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        if table.num_rows == 0:
+            return
+        k = table.column("k").to_numpy()
+        order = np.argsort(k, kind="stable")
+        table, k = table.take(order), k[order]
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(k)) + 1, [len(k)]))
+        for start, stop in zip(starts[:-1], starts[1:]):
+            yield from search(table.slice(int(start), int(stop - start))).to_batches()
+    return per_partition
 
 
 def settle(tables: Tables, order: list | None = None
@@ -152,7 +175,7 @@ def check_runs(tables: Tables, time_limit: float | None = None,
     # unknown (2026-11-28, false-alarms-kafka-membership at load 25) that each run's own check
     # had decided valid.
     search = _searcher(time.time() + limit * max(1, len(tables.runs)))
-    rows = _search(_rows(tables, searched), search) if searched else []
+    rows = _search(_rows(tables, searched), search, tables.width) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}
     per_run: dict[str, list] = {run: [] for run in tables.runs}
     for k, verdict in found.items():
