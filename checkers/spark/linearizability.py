@@ -1,11 +1,11 @@
 """The `linearizability` store checker's Spark driver: keys spread over the executors.
 
 Same calls, search and result as `checkers.linearizability` (whose
-`key_calls` and `check_key` run here, in the Python workers): the sends,
-reads and ends tables of every run are unioned into one narrow frame,
-grouped by k (run, key), and each group is handed to the search as one Arrow
-table (`applyInArrow`: columnar hand-off, no pickled rows). Only one JSON
-text per key comes back to the driver.
+`key_calls` and `check_key` run here, in the Python workers): the keys to
+search are dealt to one Spark task per core; each task reads its keys' rows of
+the sends, reads and ends tables with pyarrow (columnar, no row of them in the
+JVM), groups them by k (run, key) and hands each key to the search as one Arrow
+table. Only one JSON text per key comes back to the driver.
 
 Keys whose calls are in plain real-time order and legal
 (`checkers.spark.sequential`) are decided in the JVM and never shipped: only
@@ -16,43 +16,63 @@ quiet run and every key of the bench's sequential history.
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
+from history.parquet import SCHEMAS
 from checkers.linearizability import check_key, result, time_limit_default
 from checkers.spark.sequential import settled_keys
-from checkers.spark.tables import Tables, key_in_run, run_id
+from checkers.spark.tables import KEY_SPAN, Tables, key_in_run, run_id
 
 SEND, READ, END = 0, 1, 2
-OUT_SCHEMA = "k bigint, found string"
 
 
-def _rows(tables: Tables, only: set[int]) -> DataFrame:
+def _key_rows(run_dirs: list[str], runs: list[str], ks: list[int]) -> pa.Table:
     """k, kind, value, offset, type, process, a (invocation), b (completion) of every call
-    row of the keys `only`.
+    row of the keys `ks`, read from the runs' Parquet tables by pyarrow, grouped by k (a
+    stable sort: each key's rows keep the tables' order: sends, reads, its end).
 
     Every read goes: the first search is the whole one, so an invalid key's counterexample
-    shows whole polls without a second search. Until 2026-11-29 the reads no step can fail
-    stayed in the JVM (a join with the acknowledgements) and invalid keys were searched
-    again with every read; the join cost more than the rows it saved (docs/performance.md,
-    "Linearizability of a 10M-op history")."""
-    none = F.lit(None)
-    sends = tables._keyed("sends", only).select(
-        "k", F.lit(SEND).alias("kind"), "value", "offset", "type", "process",
-        F.col("invoke_index").alias("a"), F.col("complete_index").alias("b"))
-    reads = tables._keyed("reads", only).select(
-        "k", F.lit(READ).alias("kind"), "value", "offset", none.cast("string").alias("type"),
-        "process", F.col("invoke_index").alias("a"), F.col("index").alias("b"))
-    ends = tables._keyed("ends", only).select(
-        "k", F.lit(END).alias("kind"), none.cast("string").alias("value"),
-        F.col("end_offset").alias("offset"), none.cast("string").alias("type"),
-        none.cast("string").alias("process"), F.col("invoke_index").alias("a"),
-        F.col("complete_index").alias("b"))
-    return sends.unionByName(reads).unionByName(ends)
+    shows whole polls without a second search. Read here, in the Python worker, not by
+    Spark and shipped as Arrow: the JVM's scan, shuffle (600 MB at 10M ops) and row-to-Arrow
+    conversion cost 37 JVM CPU-s of a 10M-line history whose every key is searched, this
+    read about 2 per worker (docs/performance.md)."""
+    by_run: dict[int, list[int]] = {}
+    for k in ks:
+        by_run.setdefault(run_id(k), []).append(key_in_run(k))
+    parts = []
+    for rid, keys in sorted(by_run.items()):
+        where = (pc.field("run") == runs[rid]) & pc.field("key").isin(keys)
+
+        def read(table, columns):  # the store's schema: a column an older table lacks is null
+            return ds.dataset(os.path.join(run_dirs[rid], f"{table}.parquet"),
+                              schema=SCHEMAS[table]).to_table(columns=columns, filter=where)
+
+        def shaped(t, kind, value, offset, kind_type, process, a, b):
+            n = t.num_rows
+            return pa.table({
+                "k": pc.add(t["key"].cast(pa.int64()), rid * KEY_SPAN),
+                "kind": pa.array(np.full(n, kind, np.int8)),
+                "value": value if value is not None else pa.nulls(n, pa.string()),
+                "offset": t[offset].cast(pa.int64()),
+                "type": kind_type if kind_type is not None else pa.nulls(n, pa.string()),
+                "process": process if process is not None else pa.nulls(n, pa.string()),
+                "a": t[a].cast(pa.int64()), "b": t[b].cast(pa.int64())})
+
+        s = read("sends", ["key", "value", "offset", "type", "process", "invoke_index", "complete_index"])
+        r = read("reads", ["key", "value", "offset", "process", "invoke_index", "index"])
+        e = read("ends", ["key", "end_offset", "invoke_index", "complete_index"])
+        parts += [shaped(s, SEND, s["value"], "offset", s["type"], s["process"], "invoke_index",
+                         "complete_index"),
+                  shaped(r, READ, r["value"], "offset", None, r["process"], "invoke_index", "index"),
+                  shaped(e, END, None, "end_offset", None, None, "invoke_index", "complete_index")]
+    table = pa.concat_tables(parts)
+    return table.take(np.argsort(table.column("k").to_numpy(), kind="stable"))
 
 
 def _searcher(deadline_epoch: float):
@@ -87,49 +107,23 @@ def _read_rows(table: pa.Table) -> list[tuple]:
     return list(zip(c["offset"], c["value"], c["process"], c["b"], c["a"]))
 
 
-COLUMNS = ("k", "kind", "value", "offset", "type", "process", "a", "b")
+def _search(tables: Tables, searched: set[int], search) -> list[dict]:
+    """The keys `searched` -> [{k, found}]: the keys dealt round-robin to one Spark task per
+    core, each reading its keys' rows itself (`_key_rows`) and searching them one by one."""
+    run_dirs, runs = list(tables.run_dirs), list(tables.runs)
+    keys = sorted(searched)
+    tasks = max(1, min(len(keys), tables.spark.sparkContext.defaultParallelism))
 
-
-def _search_rows(search, item) -> tuple[int, str]:
-    """The RDD path: one key's rows (tuples in COLUMNS order) through the same search."""
-    k, rows = item
-    table = pa.table({name: list(column) for name, column in zip(COLUMNS, zip(*rows))})
-    out = search(table)
-    return k, out.column("found")[0].as_py()
-
-
-def _search(rows: DataFrame, search, width: int = 8) -> list:
-    """Rows of the keys to search -> [{k, found}], one per key."""
-    try:
-        import pandas  # noqa: F401 - applyInArrow checks for it
-    except ImportError:  # a venv set up before pandas was a dependency: rows as pickles
-        return [{"k": k, "found": found}
-                for k, found in rows.rdd.map(lambda row: (row["k"], tuple(row)))
-                .groupByKey().map(lambda item: _search_rows(search, item)).collect()]
-    return rows.repartition(width, "k").mapInArrow(_per_key(search), OUT_SCHEMA).collect()
-
-
-def _per_key(search):
-    """A partition's Arrow batches -> the search's answer for each of its keys.
-
-    The rows of a key are put together here, by a stable numpy sort of the partition's
-    k column, not by Spark's groupBy(k).applyInArrow: that sorted every shipped row in
-    the JVM and cut Arrow batches per group, 33 of the search job's 46 JVM CPU-s on a
-    10M-op history of concurrent keys (docs/performance.md)."""
-    def per_partition(batches):
-        batches = list(batches)
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
-        if table.num_rows == 0:
-            return
+    def search_keys(ks):
+        table = _key_rows(run_dirs, runs, list(ks))
         k = table.column("k").to_numpy()
-        order = np.argsort(k, kind="stable")
-        table, k = table.take(order), k[order]
         starts = np.concatenate(([0], np.flatnonzero(np.diff(k)) + 1, [len(k)]))
         for start, stop in zip(starts[:-1], starts[1:]):
-            yield from search(table.slice(int(start), int(stop - start))).to_batches()
-    return per_partition
+            if stop > start:
+                yield search(table.slice(int(start), int(stop - start))).to_pylist()[0]
+
+    return (tables.spark.sparkContext.parallelize([keys[i::tasks] for i in range(tasks)], tasks)
+            .flatMap(search_keys).collect())
 
 
 def settle(tables: Tables, order: list | None = None
@@ -175,7 +169,7 @@ def check_runs(tables: Tables, time_limit: float | None = None,
     # unknown (2026-11-28, false-alarms-kafka-membership at load 25) that each run's own check
     # had decided valid.
     search = _searcher(time.time() + limit * max(1, len(tables.runs)))
-    rows = _search(_rows(tables, searched), search, tables.width) if searched else []
+    rows = _search(tables, searched, search) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}
     per_run: dict[str, list] = {run: [] for run in tables.runs}
     for k, verdict in found.items():
