@@ -3,7 +3,7 @@
 #
 # With no arguments the suite runs as five streams at once (tests/conftest.py,
 # `--stream`): the cluster modules of the replica model, campaigns and reports in the
-# foreground; beside them Kafka's cluster modules (`kafka`), a second cluster stream
+# foreground; beside them Kafka's cluster modules (`kafka`, with tests/conftest.py's KAFKA_STREAM_MODULES), a second cluster stream
 # (NATS's, Docker's and a few long-waiting replica modules: tests/conftest.py's CLUSTER_2_MODULES), and,
 # at a lower CPU priority, the in-process modules, those with a Spark test and the rest
 # (unit tier), which use the CPU the cluster tests leave idle while they wait on faults.
@@ -74,7 +74,7 @@ side_rc="$(pytest_rc $? "in-process stream")"
 wait "$spark"
 spark_rc="$(pytest_rc $? "spark stream")"
 echo
-echo "==================== Kafka's cluster tests ===================="
+echo "==================== Kafka's cluster tests (and KAFKA_STREAM_MODULES) ===================="
 cat "$kafka_log"
 echo
 echo "==================== the second cluster stream (NATS, Docker, CLUSTER_2_MODULES) ===================="

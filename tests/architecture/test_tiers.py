@@ -54,7 +54,7 @@ MODULES = {
 def test_the_streams_split_by_module_and_cover_every_test(tmp_path):
     """scripts/test.sh's `--stream`: a module whose every test is unit or spark is in-process
     (`spark` if it has a Spark test), any other module goes whole (its unit tests too) to
-    the cluster stream (tests/kafka: kafka; tests/nats, tests/docker and
+    the cluster stream (tests/kafka and KAFKA_STREAM_MODULES: kafka; tests/nats, tests/docker and
     CLUSTER_2_MODULES: cluster-2; none here)."""
     (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_addoption, "
                                           "pytest_collection_modifyitems  # noqa: F401\n")
