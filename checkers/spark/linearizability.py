@@ -16,7 +16,6 @@ quiet run and every key of the bench's sequential history.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import numpy as np
@@ -24,12 +23,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from history.parquet import SCHEMAS
+from history.parquet import SCHEMAS, table_paths
 from checkers.linearizability import check_key, result, time_limit_default
 from checkers.spark.sequential import settled_keys
 from checkers.spark.tables import KEY_SPAN, Tables, key_in_run, run_id
 
 SEND, READ, END = 0, 1, 2
+
+
+# The search's columns from each table: kind, then output column -> the table's column
+# (None: null text in every row; only value, type and process are ever None).
+CALL_COLUMNS = {
+    "sends": (SEND, {"value": "value", "offset": "offset", "type": "type", "process": "process",
+                     "a": "invoke_index", "b": "complete_index"}),
+    "reads": (READ, {"value": "value", "offset": "offset", "type": None, "process": "process",
+                     "a": "invoke_index", "b": "index"}),
+    "ends": (END, {"value": None, "offset": "end_offset", "type": None, "process": None,
+                   "a": "invoke_index", "b": "complete_index"}),
+}
 
 
 def _key_rows(run_dirs: list[str], runs: list[str], ks: list[int]) -> pa.Table:
@@ -48,29 +59,15 @@ def _key_rows(run_dirs: list[str], runs: list[str], ks: list[int]) -> pa.Table:
     parts = []
     for rid, keys in sorted(by_run.items()):
         where = (pc.field("run") == runs[rid]) & pc.field("key").isin(keys)
-
-        def read(table, columns):  # the store's schema: a column an older table lacks is null
-            return ds.dataset(os.path.join(run_dirs[rid], f"{table}.parquet"),
-                              schema=SCHEMAS[table]).to_table(columns=columns, filter=where)
-
-        def shaped(t, kind, value, offset, kind_type, process, a, b):
-            n = t.num_rows
-            return pa.table({
-                "k": pc.add(t["key"].cast(pa.int64()), rid * KEY_SPAN),
-                "kind": pa.array(np.full(n, kind, np.int8)),
-                "value": value if value is not None else pa.nulls(n, pa.string()),
-                "offset": t[offset].cast(pa.int64()),
-                "type": kind_type if kind_type is not None else pa.nulls(n, pa.string()),
-                "process": process if process is not None else pa.nulls(n, pa.string()),
-                "a": t[a].cast(pa.int64()), "b": t[b].cast(pa.int64())})
-
-        s = read("sends", ["key", "value", "offset", "type", "process", "invoke_index", "complete_index"])
-        r = read("reads", ["key", "value", "offset", "process", "invoke_index", "index"])
-        e = read("ends", ["key", "end_offset", "invoke_index", "complete_index"])
-        parts += [shaped(s, SEND, s["value"], "offset", s["type"], s["process"], "invoke_index",
-                         "complete_index"),
-                  shaped(r, READ, r["value"], "offset", None, r["process"], "invoke_index", "index"),
-                  shaped(e, END, None, "end_offset", None, None, "invoke_index", "complete_index")]
+        for table, (kind, columns) in CALL_COLUMNS.items():
+            read = [name for name in columns.values() if name is not None]
+            # the store's schema: a column an older table lacks reads as null
+            t = ds.dataset(table_paths([run_dirs[rid]], table)[0], schema=SCHEMAS[table]).to_table(
+                columns=["key", *read], filter=where)
+            parts.append(pa.table({
+                "k": pc.add(t["key"], rid * KEY_SPAN), "kind": pa.array(np.full(t.num_rows, kind, np.int8)),
+                **{out: t[name] if name is not None else pa.nulls(t.num_rows, pa.string())
+                   for out, name in columns.items()}}))
     table = pa.concat_tables(parts)
     return table.take(np.argsort(table.column("k").to_numpy(), kind="stable"))
 
