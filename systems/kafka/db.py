@@ -18,6 +18,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from harness.cluster.base import ClusterError
 from harness.run_store import write_past_copies
 from harness.sut import HostPlan, RunShape
 from systems.daemons import NodeDaemons, empty_dir, last_line
-from systems.kafka import install, jvm, tiered
+from systems.kafka import install, jvm, storage_format, tiered
 from systems.kafka.client import TOPIC, KafkaLogClient
 from systems.kafka.config import (BROKER_PORT, CONTROLLER_PORT, LOG4J1, LOG4J1_ZOOKEEPER, LOG4J2, ZK_PORT, render, render_zk_broker,
                                   node_id, render_zookeeper, topic_config)
@@ -265,19 +266,39 @@ class KafkaDb(NodeDaemons):
             remote.put(local, os.path.join(self.node_dir(node), name))
         self._format(node)
 
+    def _features(self) -> list[str]:
+        """StorageTool's --feature arguments (3.9 knows neither feature's levels above 0:
+        KIP-966 and KIP-890 are 4.0's)."""
+        if not self.kafka4:
+            return []
+        return ["--feature", f"eligible.leader.replicas.version={1 if self.options.elr else 0}",
+                "--feature", f"transaction.version={self.transaction_version}"]
+
     def _format(self, node: str) -> None:
-        """Kafka's StorageTool format of the node's data directory with the run's cluster id
-        (meta.properties gets the node id from the properties and a new directory id)."""
+        """The node's data directory formatted with the run's cluster id (meta.properties
+        gets the node id and a new directory id): from the version's format template
+        (systems/kafka/storage_format.py: StorageTool ran once) on hosts that share this
+        machine's file system, else by Kafka's StorageTool on the host."""
         remote = self.cluster.remotes[node]
-        fmt = [*self._java(node, "128m"), "kafka.tools.StorageTool", "format", "--ignore-formatted",
-               "-t", self.cluster_id, "-c", self.props_path(node)]
-        if self.kafka4:   # 3.9 knows neither feature's levels above 0 (KIP-966 and KIP-890 are 4.0's)
-            fmt += ["--feature", f"eligible.leader.replicas.version={1 if self.options.elr else 0}",
-                    "--feature", f"transaction.version={self.transaction_version}"]
-        out = remote.run(fmt, check=False, timeout=120)
-        if out.returncode != 0:
-            why = (out.stderr or out.stdout).strip().splitlines()
-            raise ClusterError(f"{node}: kafka.tools.StorageTool format failed: {why[-1] if why else out.returncode}")
+        template = None
+        if self.lib[node] == str(install.lib_dir(self.options.version)):
+            try:
+                template = storage_format.template_for(self.options.version, self.options.java, self._features(),
+                                                       Path(self.props_path(node)).read_text())
+            except (storage_format.FormatError, OSError, subprocess.SubprocessError) as err:
+                raise ClusterError(f"{node}: {err}") from None
+        if template is not None:
+            try:
+                storage_format.fill(template, self.data_dir(node), self.cluster_id, node_id(node), remote.put)
+            except (storage_format.FormatError, OSError) as err:
+                raise ClusterError(f"{node}: formatting its storage from {template}: {err}") from None
+        else:
+            fmt = [*self._java(node, "128m"), "kafka.tools.StorageTool", "format", "--ignore-formatted",
+                   "-t", self.cluster_id, "-c", self.props_path(node), *self._features()]
+            out = remote.run(fmt, check=False, timeout=120)
+            if out.returncode != 0:
+                why = (out.stderr or out.stdout).strip().splitlines()
+                raise ClusterError(f"{node}: kafka.tools.StorageTool format failed: {why[-1] if why else out.returncode}")
         # StorageTool does not fsync what it writes (meta.properties, bootstrap.checkpoint); on a real
         # machine the OS writes them back long before a test's power failure, so make them durable
         # here (`sync FILE...` fsyncs files and directories), or a power fault under lazyfs would
