@@ -86,11 +86,19 @@ def test_tiering_follower_rejoin_and_remote_reads(local_cluster):
                 "rebuilt epochs" in cluster.log_path(f"n{follower}").read_text()
 
             # The objects on the store's disk: segment, Kafka offset index, epoch checkpoint.
+            # The leader may still be copying a segment (its .log is uploaded before its index and
+            # checkpoint): the listing is taken once every segment's three objects are there.
             store = StoreClient(cluster.store_address)
-            keys = store.list_keys(f"{TOPIC}-0/")
-            logs = sorted(k for k in keys if k.endswith(".log"))
-            assert logs and all(k[:-4] + ".index" in keys and k[:-4] + ".leader-epoch-checkpoint" in keys
-                                for k in logs)
+
+            deadline = time.monotonic() + 30
+            while True:
+                keys = store.list_keys(f"{TOPIC}-0/")
+                logs = sorted(k for k in keys if k.endswith(".log"))
+                if logs and all(k[:-4] + ".index" in keys and k[:-4] + ".leader-epoch-checkpoint" in keys
+                                for k in logs):
+                    break
+                assert time.monotonic() < deadline, f"segments without their index or checkpoint: {sorted(keys)}"
+                await asyncio.sleep(0.1)
             records = S.decode_records(store.get(logs[0]), 0)
             assert [r.value for r in records] == list(range(len(records)))
             assert S.decode_offset_index(store.get(logs[0][:-4] + ".index"), 0)[0] == (0, 0)
