@@ -6,9 +6,11 @@ Per node, under <work_dir>/<node>/: `server.properties` (systems/kafka/config.py
 (log.dirs and the KRaft metadata log: everything the node persists, so a
 faults layer may mount there before setup).
 
-Set-up: every node's storage is formatted with Kafka's own
-`kafka.tools.StorageTool format` (one cluster id per run, the
-eligible.leader.replicas.version feature from the `elr` option), then each
+Set-up: every node's storage is formatted as Kafka's own
+`kafka.tools.StorageTool format` does (one cluster id per run, the
+eligible.leader.replicas.version feature from the `elr` option; on hosts that
+share this machine's file system from a template StorageTool wrote once:
+systems/kafka/storage_format.py), then each
 starts as `java -Xmx... kafka.Kafka server.properties`. The jars: on a
 network-namespace host, this machine's build/kafka/<version>/lib; on docker
 and ssh hosts, the same folder uploaded to the host's work directory once.
