@@ -84,6 +84,12 @@ IN_PROCESS_TIERS = {"unit", "spark"}
 # stream at 479; the replaced-disk module (106 s, replica model) moved to the kafka stream.
 KAFKA_STREAM_MODULES = ("tests/scenarios/test_replaced_disk_e2e.py",)
 CLUSTER_2_MODULES = ("tests/scenarios/test_tiered_e2e.py", "tests/harness/test_targeted_run.py")
+# Modules with a Spark test whose Spark runs in JVMs of its own (a standalone cluster and a
+# driver in a subprocess), not in the `spark` fixture's session: the in-process stream, which
+# has the time (three clean clones of 2026-11-29 ended with the spark stream alone for its last
+# 40-90 s, the in-process stream 150-190 s before it). They must not ask for the `spark`
+# fixture (tests/architecture/test_tiers.py), or that stream would start a session too.
+OWN_SPARK_MODULES = ("tests/checkers/test_spark_cluster.py",)
 OWN_PATHS = {"kafka": ("tests/kafka/", *KAFKA_STREAM_MODULES),
              "cluster-2": ("tests/nats/", "tests/docker/", *CLUSTER_2_MODULES)}
 STREAMS = ("in-process", "spark", "cluster", "kafka", "cluster-2")
@@ -118,7 +124,7 @@ def pytest_ignore_collect(collection_path, config):
 
 def stream_of(module: str, module_tiers: set[str]) -> str:
     if module_tiers <= IN_PROCESS_TIERS:
-        return "spark" if "spark" in module_tiers else "in-process"
+        return "spark" if "spark" in module_tiers and module not in OWN_SPARK_MODULES else "in-process"
     return next((stream for stream, paths in OWN_PATHS.items() if module.startswith(paths)), "cluster")
 
 

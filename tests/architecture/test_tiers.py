@@ -75,3 +75,20 @@ def test_the_streams_split_by_module_and_cover_every_test(tmp_path):
     assert cluster == {"test_mixed.py::test_u", "test_mixed.py::test_r", "test_page.py::test_b"}
     assert not real and not ids("--stream", "cluster-2")
     assert side | spark | cluster == everything and len(side) + len(spark) + len(cluster) == len(everything)
+
+
+def test_modules_whose_spark_is_their_own_go_in_process_and_never_ask_for_the_session():
+    """OWN_SPARK_MODULES (tests/conftest.py) run in the in-process stream: a test of theirs
+    that asked for the `spark` fixture would start a second session JVM there."""
+    import ast
+
+    from tests.conftest import IN_PROCESS_TIERS, OWN_SPARK_MODULES, stream_of
+
+    assert OWN_SPARK_MODULES
+    for module in OWN_SPARK_MODULES:
+        assert stream_of(module, {"spark"}) == "in-process" and {"spark"} <= IN_PROCESS_TIERS
+        source = (REPO / module).read_text()
+        asked = [node.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)
+                 and "spark" in [a.arg for a in node.args.args]]
+        assert not asked and 'getfixturevalue("spark")' not in source, f"{module} asks for the spark fixture"
+    assert stream_of("tests/checkers/test_bench.py", {"spark"}) == "spark"

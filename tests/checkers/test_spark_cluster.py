@@ -46,7 +46,7 @@ def running(pid: int) -> bool:
     return True
 
 
-def test_a_standalone_cluster_checks_a_campaign_like_local(spark, tmp_path):
+def test_a_standalone_cluster_checks_a_campaign_like_local(tmp_path):
     on_cluster = campaign_root(tmp_path / "cluster")
     shutil.copytree(on_cluster, tmp_path / "local")
     cluster = StandaloneCluster(tmp_path / "spark", workers=1, cores=2)  # one executor JVM: the suite's time
