@@ -117,6 +117,7 @@ class Tables:
         self.runs = runs
         self.rids = {run: rid for rid, run in enumerate(runs)}
         self.ids = spark.createDataFrame(list(enumerate(runs)), "rid bigint, run string")
+        self._building = threading.RLock()  # drivers ask for the facts from their own threads
         self.rows = rows if rows is not None else input_rows(run_dirs)
         self.width = partitions or max(int(spark.conf.get("spark.sql.shuffle.partitions")),
                                        -(-self.rows // ROWS_PER_PARTITION))
@@ -128,7 +129,6 @@ class Tables:
         self.ends = self._keyed("ends").select("k", "end_offset", "invoke_index",
                                                "complete_index", "absent").cache()
         self._cached: list[DataFrame] = [self.every_replica, self.ends]
-        self._building = threading.RLock()  # drivers ask for the facts from their own threads
 
     # -- the log checkers' facts, built (and cached) on first use: a check of transactions
     # only reads the raw tables, and building these took about half of its JVM CPU
@@ -204,19 +204,30 @@ class Tables:
                 "rid", F.lit(0).cast("bigint"))
         else:
             frame = frame.join(F.broadcast(self.ids), "run")
+        frame = frame.withColumn("k", self._k)
+        return frame.where(F.col("k").isin(sorted(only))) if only is not None else frame
+
+    # The derived columns, built once per check and reused by every read of a table: each
+    # is tens of py4j calls to build, and a small check reads its tables some thirty times.
+    @_built_once
+    def _k(self):
         key = F.col("key")
         checked = F.when((key >= KEY_LIMIT) | (key < -KEY_LIMIT),
                          F.raise_error(F.concat(F.lit("key out of int32 range: "),
                                                 key.cast("string")))).otherwise(key)
-        frame = frame.withColumn("k", F.col("rid") * KEY_SPAN + checked)
-        return frame.where(F.col("k").isin(sorted(only))) if only is not None else frame
+        return F.col("rid") * KEY_SPAN + checked
+
+    @_built_once
+    def _value_id(self):
+        return value_id(by_text=self.rows <= TEXT_LENGTH_ROWS)
 
     def raw(self, table: str, only: set[int] | None = None) -> DataFrame:
         """A Parquet input table with k, vid and vtext (the value text kept for lookups)."""
         frame = self._keyed(table, only)
-        if "value" not in frame.columns:
+        if "value" not in SCHEMAS[table].names:   # (the schema at hand: no plan to analyse)
             return frame
-        return _with_value_id(frame, by_text=self.rows <= TEXT_LENGTH_ROWS)
+        vtext, vid = self._value_id
+        return frame.withColumn("vtext", vtext).withColumn("vid", vid)
 
     def _partitioned(self, frame: DataFrame) -> DataFrame:
         return frame.repartition(self.width, "k")
@@ -302,15 +313,19 @@ class Tables:
                 .withColumn(out, value_text(vid, vtext, "_text")).drop("_text"))
 
 
-def _with_value_id(frame: DataFrame, by_text: bool = False) -> DataFrame:
-    """vtext and vid of `value` (see the module's docstring). by_text: compare with the
-    length of the integer's own text, a small input's cheaper form (TEXT_LENGTH_ROWS);
+def value_id(by_text: bool = False):
+    """(vtext, vid) columns of `value` (see the module's docstring). by_text: compare with
+    the length of the integer's own text, a small input's cheaper form (TEXT_LENGTH_ROWS);
     both give the same ids."""
     number = F.col("value").try_cast("bigint")
     length = F.length(number.cast("string")) if by_text else _canonical_length(number)
     exact = F.coalesce(F.length("value") == length, F.lit(False))
-    return (frame.withColumn("vtext", ~exact)
-            .withColumn("vid", F.when(exact, number).otherwise(F.xxhash64("value"))))
+    return ~exact, F.when(exact, number).otherwise(F.xxhash64("value"))
+
+
+def _with_value_id(frame: DataFrame, by_text: bool = False) -> DataFrame:
+    vtext, vid = value_id(by_text)
+    return frame.withColumn("vtext", vtext).withColumn("vid", vid)
 
 
 def _canonical_length(number):
