@@ -49,7 +49,7 @@ CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK
 # this many, every stream is walked (a run that broken needs no shortcut).
 SUSPECT_STREAMS_LIMIT = 100_000
 # Up to this many input rows, a value's canonical length is its integer's own text's length
-# (`_with_value_id(by_text=True)`): the arithmetic form's eighteen comparisons are some
+# (`value_id(by_text=True)`): the arithmetic form's eighteen comparisons are some
 # hundred py4j calls to build and a large tree to plan in every read of a table, which a
 # small check pays and never earns back. Tiny stores (tests/data/stores, two, 10 warm checks
 # each, alternated in one session, 2026-11-29): median 7.4 -> 6.0 JVM CPU-s and 1.81 -> 1.18
@@ -321,11 +321,6 @@ def value_id(by_text: bool = False):
     length = F.length(number.cast("string")) if by_text else _canonical_length(number)
     exact = F.coalesce(F.length("value") == length, F.lit(False))
     return ~exact, F.when(exact, number).otherwise(F.xxhash64("value"))
-
-
-def _with_value_id(frame: DataFrame, by_text: bool = False) -> DataFrame:
-    vtext, vid = value_id(by_text)
-    return frame.withColumn("vtext", vtext).withColumn("vid", vid)
 
 
 def _canonical_length(number):

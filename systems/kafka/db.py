@@ -299,8 +299,7 @@ class KafkaDb(NodeDaemons):
                    "-t", self.cluster_id, "-c", self.props_path(node), *self._features()]
             out = remote.run(fmt, check=False, timeout=120)
             if out.returncode != 0:
-                why = (out.stderr or out.stdout).strip().splitlines()
-                raise ClusterError(f"{node}: kafka.tools.StorageTool format failed: {why[-1] if why else out.returncode}")
+                raise ClusterError(f"{node}: {storage_format.failure(out)}")
         # StorageTool does not fsync what it writes (meta.properties, bootstrap.checkpoint); on a real
         # machine the OS writes them back long before a test's power failure, so make them durable
         # here (`sync FILE...` fsyncs files and directories), or a power fault under lazyfs would

@@ -723,19 +723,24 @@ def read_leader_epoch_checkpoint(path):
     return out
 
 
+def parse_properties(text):
+    """A Java properties text's `key=value` lines as {key: value} (comments skipped)."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", "!")) and "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
 def read_meta_properties(log_dir):
     """`meta.properties` of a log directory as {key: value} ({} if absent)."""
-    out = {}
     try:
         with open(os.path.join(log_dir, "meta.properties")) as f:
-            for line in f:
-                line = line.strip()
-                if line and not line.startswith("#") and "=" in line:
-                    k, v = line.split("=", 1)
-                    out[k.strip()] = v.strip()
+            return parse_properties(f.read())
     except FileNotFoundError:
-        pass
-    return out
+        return {}
 
 
 def _optional_checkpoint(log_dir, name, notes=None):

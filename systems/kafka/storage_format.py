@@ -22,20 +22,18 @@ directories or its own metadata.log.dir, is formatted by StorageTool as before
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
-import uuid
 from pathlib import Path
 
 from systems.kafka import install, jvm
+from systems.kafka.segments import parse_properties
 
-TEMPLATE_FILES = {"bootstrap.checkpoint", "meta.properties"}
-META = "meta.properties"
+META, CHECKPOINT = "meta.properties", "bootstrap.checkpoint"
+TEMPLATE_FILES = {CHECKPOINT, META}
 # Properties that change what StorageTool writes beyond the cluster id, node id and
 # directory id (Formatter: the release version's choice), or where it writes.
 FORMAT_KEYS = ("unstable.feature.versions.enable", "unstable.api.versions.enable")
@@ -53,14 +51,10 @@ def new_directory_id() -> str:
     return jvm.new_cluster_id()
 
 
-def _properties(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", "!")) and "=" in line:
-            key, value = line.split("=", 1)
-            out[key.strip()] = value.strip()
-    return out
+def failure(out: subprocess.CompletedProcess) -> str:
+    """StorageTool's failure in one line: its last line of output, else its exit code."""
+    why = (out.stderr or out.stdout).strip().splitlines()
+    return f"kafka.tools.StorageTool format failed: {why[-1] if why else out.returncode}"
 
 
 def template_for(version: str, java: str, features: list[str], props_text: str) -> Path | None:
@@ -68,7 +62,7 @@ def template_for(version: str, java: str, features: list[str], props_text: str) 
     with StorageTool if missing, one process at a time), or None when this node must be
     formatted by StorageTool itself (several data directories, a metadata.log.dir, or a
     template that holds more than the two files)."""
-    props = _properties(props_text)
+    props = parse_properties(props_text)
     if any(key in props for key in PLACE_KEYS) or "," in props.get("log.dirs", props.get("log.dir", "")):
         return None
     ident = "\n".join([version, *features, *(f"{k}={props.get(k, '')}" for k in FORMAT_KEYS)])
@@ -98,8 +92,7 @@ def _make_template(version: str, java: str, features: list[str], props_text: str
                 "-t", jvm.new_cluster_id(), "-c", str(props), *features]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
-            why = (out.stderr or out.stdout).strip().splitlines()
-            raise FormatError(f"kafka.tools.StorageTool format failed: {why[-1] if why else out.returncode}")
+            raise FormatError(failure(out))
         os.rename(data, folder)
 
 
@@ -121,11 +114,9 @@ def fill(template: Path, data_dir: str, cluster_id: str, node_id: int, put) -> b
     False (nothing written) when it is already formatted (StorageTool's --ignore-formatted)."""
     if os.path.exists(os.path.join(data_dir, META)):
         return False
+    put(str(template / CHECKPOINT), os.path.join(data_dir, CHECKPOINT))
     with tempfile.TemporaryDirectory(prefix="kafka-format-") as tmp:
         meta = Path(tmp) / META
         meta.write_text(meta_properties(template, cluster_id, node_id))
-        checkpoint = Path(tmp) / "bootstrap.checkpoint"
-        shutil.copyfile(template / "bootstrap.checkpoint", checkpoint)
-        put(str(checkpoint), os.path.join(data_dir, checkpoint.name))
         put(str(meta), os.path.join(data_dir, META))   # last: its presence means formatted
     return True

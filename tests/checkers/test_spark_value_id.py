@@ -23,12 +23,13 @@ def canonical_integer(text: str) -> bool:
 
 @pytest.mark.parametrize("by_text", [False, True], ids=["arithmetic-length", "text-length"])
 def test_integer_texts_are_named_by_themselves_and_nothing_else(spark, by_text):
-    from checkers.spark.tables import _with_value_id
+    from checkers.spark.tables import value_id
 
     texts = sorted(set(TRICKY + POWERS))
     frame = spark.createDataFrame([(t,) for t in texts], "value string")
     got = {row["value"]: (row["vtext"], row["vid"])
-           for row in _with_value_id(frame, by_text=by_text).collect()}
+           for row in frame.select("value", *(c.alias(n) for c, n in zip(value_id(by_text), ("vtext", "vid"))))
+           .collect()}
     assert sum(canonical_integer(t) for t in texts) > len(POWERS) // 2  # both kinds are here
     for text in texts:
         vtext, vid = got[text]

@@ -11,6 +11,7 @@ import pytest
 
 from systems.kafka import DEFAULT_VERSION, install
 from systems.kafka import storage_format as sf
+from systems.kafka.segments import read_meta_properties
 
 FEATURES = ["--feature", "eligible.leader.replicas.version=0", "--feature", "transaction.version=2"]
 CLUSTER = "q1w2e3r4T5y6u7i8o9p0aA"
@@ -44,7 +45,7 @@ def test_nodes_get_the_templates_checkpoint_and_their_own_ids_and_kafka_reads_th
         data = tmp_path / f"n{node}"
         assert sf.fill(template, str(data), CLUSTER, node, _put)
         assert (data / "bootstrap.checkpoint").read_bytes() == (template / "bootstrap.checkpoint").read_bytes()
-        meta = sf._properties((data / "meta.properties").read_text())
+        meta = read_meta_properties(str(data))
         assert (meta["cluster.id"], meta["node.id"], meta["version"]) == (CLUSTER, str(node), "1")
         ids.append(meta["directory.id"])
         props = tmp_path / f"n{node}.properties"
