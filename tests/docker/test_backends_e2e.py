@@ -93,6 +93,15 @@ print(json.dumps({"store": str(run.store), "step_error": run.step_error,
 """
 
 
+def _steps(store: str) -> str:
+    """The run's log of steps and faults with their times, for a failure's message."""
+    try:
+        with open(f"{store}/harness.log") as log:
+            return "".join(line for line in log if " step " in line or " nemesis " in line)
+    except OSError as e:
+        return str(e)
+
+
 def test_scenario_over_the_ssh_backend_finds_the_hw_data_loss(cluster, tmp_path):
     """The library's hw-data-loss scenario on hosts known only by address,
     user, key and known_hosts: the hw generation loses the write, as on netns."""
@@ -104,7 +113,7 @@ def test_scenario_over_the_ssh_backend_finds_the_hw_data_loss(cluster, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["step_error"] is None
-    assert out["scenario"]["as_expected"] is True, out
+    assert out["scenario"]["as_expected"] is True, (json.dumps(out["scenario"]), _steps(out["store"]))
 
 
 def test_docker_backend_runs_kafka(docker_ready, tmp_path):

@@ -97,7 +97,7 @@ while True:
     threading.Thread(target=late, args=(s.accept()[0],), daemon=True).start()
 """
 LATE_CLIENT = """
-import socket, sys, time
+import os, socket, sys, time
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
 open(sys.argv[3] + ".up", "w").close()
 c.settimeout(12)
@@ -107,7 +107,8 @@ except ConnectionResetError:
     out = "reset"
 except socket.timeout:
     out = "timeout"
-open(sys.argv[3], "w").write(out)
+open(sys.argv[3] + ".part", "w").write(out)
+os.replace(sys.argv[3] + ".part", sys.argv[3])   # the test never sees it half written
 """
 
 
