@@ -337,7 +337,8 @@ class MetaGroup(Protocol):
     """META_GROUP: an inspector that can name the group holding the cluster's metadata."""
 
     async def meta_group(self, nodes: list[str]) -> dict | None:
-        """{"leader": node | None, "members": [nodes]} as the nodes report it now (NATS's
+        """{"leader": node | None, "members": [nodes], "views": {node: the leader it names,
+        "" for none, None if it did not answer}} as the nodes report it now (NATS's
         JetStream meta group); None: no node answers."""
 
 

@@ -59,6 +59,12 @@ class WorkloadConfig:
                    seed=spec.seed, request_timeout=spec.request_timeout)
 
 
+def meta_views_line(views: dict[str, str | None]) -> str:
+    """'; metadata leader as each node names it: n1 none, n2 n2, n3 no answer' ('' for no views)."""
+    named = ", ".join(f"{n} {'no answer' if v is None else v or 'none'}" for n, v in views.items())
+    return f"; metadata leader as each node names it: {named}" if named else ""
+
+
 def _err(e: BaseException) -> str:
     if isinstance(e, ClientError):
         return str(e)[:200]
@@ -107,11 +113,25 @@ class LogWorkload:
                 except Exception as e:  # not up yet
                     last = e
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"could not create the log: {_err(last)}")
+                    raise TimeoutError(f"could not create the log: {_err(last)}{await self._meta_views()}")
                 await asyncio.sleep(0.5)
             await self.wait_healthy(client, deadline - time.monotonic(), full_isr=True)
         finally:
             await client.close()
+
+    async def _meta_views(self) -> str:
+        """For a set-up that timed out on a system with a metadata group (NATS): the leader
+        each node names, so that a node left outside the group shows as the server's state,
+        e.g. "; metadata leader as each node names it: n1 none, n2 n2, n3 n2"."""
+        from harness.sut import META_GROUP, capabilities_of
+
+        if not capabilities_of(self.db).has(META_GROUP):
+            return ""
+        try:
+            group = await asyncio.wait_for(self.db.inspector.meta_group(list(self.db.nodes)), 5)
+        except Exception:  # noqa: BLE001 - a diagnosis only: the timeout is the error
+            return ""
+        return meta_views_line((group or {}).get("views") or {})
 
     async def wait_healthy(self, client, timeout: float, full_isr: bool, absent: dict | None = None) -> bool:
         """Every key has a leader (and, if asked, in-sync replicas == replicas).

@@ -68,6 +68,13 @@ def meta_leader(reports: dict[str, dict | None], nodes: list[str]) -> str | None
     return None
 
 
+def meta_views(reports: dict[str, dict | None]) -> dict[str, str | None]:
+    """node -> the metadata leader it names ("" if it names none, None if it did not answer):
+    what a set-up that never got its stream placed reports (a server outside the meta group)."""
+    return {n: None if r is None else ((r.get("meta_cluster") or {}).get("leader") or "")
+            for n, r in reports.items()}
+
+
 def replica_states(node: str, jsz: dict) -> dict[int, ReplicaState]:
     """The key -> ReplicaState view of one node's /jsz answer."""
     out: dict[int, ReplicaState] = {}
@@ -116,7 +123,7 @@ class NatsInspector:
         reports = dict(zip(nodes, answers))
         if not any(reports.values()):
             return None
-        return {"leader": meta_leader(reports, nodes), "members": list(nodes)}
+        return {"leader": meta_leader(reports, nodes), "members": list(nodes), "views": meta_views(reports)}
 
     async def dump(self, node: str) -> dict | None:
         return None  # see the module docstring: not a capability of NATS

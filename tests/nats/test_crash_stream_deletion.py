@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,13 +25,21 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _scenario(tmp_path, name: str, subnet: str):
+def _scenario(tmp_path, name: str, subnet: str, again: bool = True):
+    """One run of scenario `name`; once more if its cluster never placed the stream (the set-up,
+    before any step: a server left outside JetStream's meta group, seen twice on 2.10.23 in a
+    loaded suite, never alone; the first run's evidence goes to a warning)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     out = run_harness(tmp_path, "scenario", name, "--variant", "file", "--subnet", subnet,
                       "--store", tmp_path / "store", "--json", timeout=600)
     assert "{" in out.stdout, out.stderr[-2000:]
     results = json.loads(out.stdout[out.stdout.index("{"):])
     store = Path(results["store"])
+    if "scenario" not in results and again and "could not create the log" in out.stderr:
+        line = next(x for x in out.stderr.splitlines() if "could not create the log" in x)
+        warnings.warn(f"{name}: the cluster never placed the stream ({line.strip()}); store {store}; "
+                      f"running the scenario once more")
+        return _scenario(tmp_path / "again", name, subnet, again=False)
     if "scenario" not in results:  # pytest.fail: an assertion's message is cut to a line
         log = store / "harness.log"
         tail = log.read_text()[-3000:] if log.is_file() else "(no harness.log)"
