@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the docker backend's images without any image registry.
 #
-#   1. base image  harness-base:bookworm  - debootstrap of a minimal Debian
+#   1. base image  harness-base:bookworm  - mmdebstrap (or debootstrap) of a minimal Debian
 #      (bookworm, minbase + python3 iproute2 iptables openssh-server procps
 #      nats-server)
 #      from the Debian mirror apt already uses on this machine, then
@@ -75,13 +75,22 @@ if image_exists "$NODE_IMAGE"; then
 fi
 
 if ! image_exists "$BASE_IMAGE"; then
-    command -v debootstrap >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap >/dev/null
+    # mmdebstrap where apt can install it: the same packages from the same mirror took 40.6-41.6
+    # CPU-s and 35 s against debootstrap's 52.3-60.1 CPU-s and 54-55 s (2026-11-29, this 2-core
+    # machine, alternated); debootstrap otherwise.
+    command -v mmdebstrap >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y mmdebstrap >/dev/null 2>&1 || true
+    if command -v mmdebstrap >/dev/null 2>&1; then
+        TOOL=mmdebstrap
+    else
+        command -v debootstrap >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap >/dev/null
+        TOOL=debootstrap
+    fi
     MIRROR="${DEBIAN_MIRROR:-$(apt_mirror)}"
-    say "debootstrap $SUITE from $MIRROR into $ROOTFS (a few minutes)"
+    say "$TOOL $SUITE from $MIRROR into $ROOTFS (a minute or more)"
     rm -rf "$ROOTFS"
     mkdir -p "$ROOTFS"
-    debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS" "$MIRROR" \
-        > "$LOGFILE" 2>&1 || { tail -n 20 "$LOGFILE" >&2; say "debootstrap failed; log: $LOGFILE"; exit 2; }
+    "$TOOL" --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOTFS" "$MIRROR" \
+        > "$LOGFILE" 2>&1 || { tail -n 20 "$LOGFILE" >&2; say "$TOOL failed; log: $LOGFILE"; exit 2; }
     # Keep the image small and free of anything host-specific.
     rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* \
         "$ROOTFS"/etc/ssh/ssh_host_* "$ROOTFS"/usr/share/doc/* "$ROOTFS"/usr/share/man/*
