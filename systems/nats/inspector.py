@@ -58,21 +58,21 @@ async def http_get_json(host: str, port: int, path: str, timeout: float) -> dict
     return json.loads(body)
 
 
-def meta_leader(reports: dict[str, dict | None], nodes: list[str]) -> str | None:
-    """The metadata leader from each node's /jsz answer (None: no answer): the
-    node that names itself and is named by a majority of all nodes."""
-    named = {n: ((r or {}).get("meta_cluster") or {}).get("leader") or None for n, r in reports.items()}
-    for node in nodes:
-        if named.get(node) == node and sum(1 for v in named.values() if v == node) > len(nodes) // 2:
-            return node
-    return None
-
-
 def meta_views(reports: dict[str, dict | None]) -> dict[str, str | None]:
     """node -> the metadata leader it names ("" if it names none, None if it did not answer):
     what a set-up that never got its stream placed reports (a server outside the meta group)."""
     return {n: None if r is None else ((r.get("meta_cluster") or {}).get("leader") or "")
             for n, r in reports.items()}
+
+
+def meta_leader(reports: dict[str, dict | None], nodes: list[str]) -> str | None:
+    """The metadata leader from each node's /jsz answer (None: no answer): the
+    node that names itself and is named by a majority of all nodes."""
+    named = meta_views(reports)
+    for node in nodes:
+        if named.get(node) == node and sum(1 for v in named.values() if v == node) > len(nodes) // 2:
+            return node
+    return None
 
 
 def replica_states(node: str, jsz: dict) -> dict[int, ReplicaState]:
