@@ -44,8 +44,14 @@ def main() -> None:
     from checkers.spark.tables import Tables, _triples, read_table
     from history.parquet import SCHEMAS
 
+    import pyarrow.parquet as pq
+
     spark = spark_session()
-    run = os.path.basename(os.path.normpath(args.run_dir))
+    # the run's name as its rows carry it (a bench folder's is its own name, a store's need not be)
+    sends = pq.ParquetFile(os.path.join(args.run_dir, "sends.parquet"))
+    if sends.metadata.num_rows == 0:
+        parser.error(f"{args.run_dir}: sends.parquet has no rows; give a run with a history")
+    run = sends.read_row_group(0, columns=["run"]).column(0)[0].as_py()
 
     def union(tables):
         columns = ["k", "offset", "vid", "vtext", "a", "b", "source"]
