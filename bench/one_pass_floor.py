@@ -34,9 +34,18 @@ def main() -> None:
     parser.add_argument("run_dir", help="a run's Parquet tables (sends.parquet, reads.parquet, ...)")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    if not os.path.isfile(os.path.join(args.run_dir, "sends.parquet")):
+    sends_path = os.path.join(args.run_dir, "sends.parquet")
+    if not os.path.isfile(sends_path):
         parser.error(f"{args.run_dir}: no sends.parquet; give a run's tables, e.g. the ops-N folder "
                      f"`harness bench --out DIR` writes")
+    import pyarrow.parquet as pq
+
+    # the run's name as its rows carry it (a bench folder's is its own name, a store's need not be),
+    # read before the JVM starts so that a bad folder costs nothing
+    sends = pq.ParquetFile(sends_path)
+    if sends.metadata.num_rows == 0:
+        parser.error(f"{args.run_dir}: sends.parquet has no rows; give a run with a history")
+    run = sends.read_row_group(0, columns=["run"]).column(0)[0].as_py()
 
     from pyspark.sql import functions as F
 
@@ -44,25 +53,17 @@ def main() -> None:
     from checkers.spark.tables import Tables, _triples, read_table
     from history.parquet import SCHEMAS
 
-    import pyarrow.parquet as pq
-
     spark = spark_session()
-    # the run's name as its rows carry it (a bench folder's is its own name, a store's need not be)
-    sends = pq.ParquetFile(os.path.join(args.run_dir, "sends.parquet"))
-    if sends.metadata.num_rows == 0:
-        parser.error(f"{args.run_dir}: sends.parquet has no rows; give a run with a history")
-    run = sends.read_row_group(0, columns=["run"]).column(0)[0].as_py()
 
     def union(tables):
-        columns = ["k", "offset", "vid", "vtext", "a", "b", "source"]
-        sends = tables.raw("sends").select("*", F.col("invoke_index").alias("a"),
+        """k, offset, vid, vtext, a, b, source of every send, read and record, shuffled by k."""
+        sends = tables.raw("sends").select("k", "offset", "vid", "vtext", F.col("invoke_index").alias("a"),
                                            F.col("complete_index").alias("b"), F.lit(0).alias("source"))
-        reads = tables.raw("reads").select("*", F.col("invoke_index").alias("a"),
+        reads = tables.raw("reads").select("k", "offset", "vid", "vtext", F.col("invoke_index").alias("a"),
                                            F.col("index").alias("b"), F.lit(1).alias("source"))
-        records = tables.raw("records").select("*", F.col("epoch").alias("a"),
+        records = tables.raw("records").select("k", "offset", "vid", "vtext", F.col("epoch").alias("a"),
                                                F.lit(None).cast("bigint").alias("b"), F.lit(2).alias("source"))
-        return (sends.select(columns).unionByName(reads.select(columns)).unionByName(records.select(columns))
-                .repartition(tables.width, "k"))
+        return sends.unionByName(reads).unionByName(records).repartition(tables.width, "k")
 
     def sink(frame) -> None:
         frame.write.format("noop").mode("overwrite").save()
