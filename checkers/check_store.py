@@ -94,9 +94,9 @@ def check_history_file(path: str, engine: str = "local", master: str | None = No
                     for name, checker in registered.items() if getattr(checker, "needs", ())})
     if engine == "spark":
         from checkers.spark.engine import check_runs
-        from checkers.spark.session import check_master, resolve_master
+        from checkers.spark.session import check_driver, resolve_master
 
-        check_master(resolve_master(master))
+        check_driver(resolve_master(master))
         run = os.path.abspath(path)
         with tempfile.TemporaryDirectory(prefix="replog-check-") as tmp:
             stats = write_parquet(tmp, run, history, {})
@@ -230,9 +230,9 @@ def check_campaign(store_dirs: list[str], master: str | None = None,
     {"valid": "unknown", "error": ...} instead of stopping the campaign.
     """
     from checkers.spark.engine import check_runs
-    from checkers.spark.session import check_master, resolve_master
+    from checkers.spark.session import check_driver, resolve_master
 
-    check_master(resolve_master(master))  # before any conversion: fail fast, in one line
+    check_driver(resolve_master(master))  # before any conversion: fail fast, in one line
     prepared, out, names = {}, {}, {}
     for store_dir in store_dirs:
         run = os.path.abspath(store_dir)

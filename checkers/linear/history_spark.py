@@ -29,9 +29,9 @@ def check_key(model: Model, key: Any, calls: list[Call], deadline_epoch: float |
 def check_ops_spark(ops: list[dict], model: str | Model, master: str | None = None,
                     time_limit: float | None = None, max_configs: int = DEFAULT_MAX_CONFIGS) -> dict:
     """Check a history with Spark (``master`` as in ``checkers.spark.session``)."""
-    from checkers.spark.session import check_master, resolve_master, ship_package, spark_session
+    from checkers.spark.session import check_driver, resolve_master, ship_package, spark_session
 
-    check_master(resolve_master(master))
+    check_driver(resolve_master(master))
     spec = parse_model(model)
     started = time.monotonic()
     work = split_history(ops, spec)

@@ -15,7 +15,9 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import zipfile
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
@@ -91,6 +93,16 @@ def check_master(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> None:
         f"(spark-class org.apache.spark.deploy.master.Master) or use --master local[2]")
 
 
+def check_driver(master: str) -> None:
+    """Fail fast, in one line, before any work: a standalone master that does not answer
+    (check_master), or a $CHECKERS_SPARK_JAVA_HOME without a Java for a local driver."""
+    check_master(master)
+    if master.startswith("local"):
+        from checkers.spark.java import spark_java_home
+
+        spark_java_home()
+
+
 def spark_session(master: str | None = None, driver_memory: str | None = None,
                   shuffle_partitions: int | None = None, app_name: str = "checkers"):
     """Return the process-wide SparkSession, creating it on first use.
@@ -110,7 +122,7 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     master = resolve_master(master)
     if SparkSession.getActiveSession() is None:
-        check_master(master)
+        check_driver(master)
     memory = driver_memory or os.environ.get("CHECKERS_SPARK_DRIVER_MEMORY") or DEFAULT_DRIVER_MEMORY
     partitions = shuffle_partitions or int(os.environ.get("CHECKERS_SPARK_SHUFFLE_PARTITIONS", "8"))
     builder = (
@@ -142,9 +154,36 @@ def spark_session(master: str | None = None, driver_memory: str | None = None,
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
-    session = builder.getOrCreate()
+    with _java_for(master):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+_LAUNCHING = threading.Lock()
+
+
+@contextmanager
+def _java_for(master: str):
+    """JAVA_HOME set, while a local session's JVM is launched, to the newest Java Spark supports
+    here (checkers.spark.java). pyspark passes only os.environ to spark-submit, so it is set
+    there and put back right after: later child processes (brokers, a run's tools) keep theirs."""
+    from checkers.spark.java import spark_java_home
+
+    home = spark_java_home() if master.startswith("local") else None
+    if home is None:
+        yield
+        return
+    with _LAUNCHING:
+        before = os.environ.get("JAVA_HOME")
+        os.environ["JAVA_HOME"] = home
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("JAVA_HOME", None)
+            else:
+                os.environ["JAVA_HOME"] = before
 
 
 def stop_spark_session() -> None:
