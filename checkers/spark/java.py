@@ -8,7 +8,9 @@ Why: Spark 4.3 runs on Java 17, 21 and 25, and the same check costs less CPU on 
 
 Only the local driver's launch sees this choice (`JAVA_HOME` for spark-submit, see
 `checkers.spark.session`): a standalone cluster's executors run the cluster's own Java, and
-the brokers a run starts (Kafka, the replica) keep theirs.
+the brokers a run starts (Kafka, the replica) keep theirs. On 25 Spark's launcher opens a
+package Java 24 removed, so the JVM prints one more warning line at start
+(`package sun.security.action not in java.base`): Spark's, harmless.
 $CHECKERS_SPARK_JAVA_HOME names one; `java` of $JAVA_HOME or PATH is used when none is found.
 """
 
@@ -18,6 +20,7 @@ import functools
 import os
 
 PREFERRED = (25, 21)          # Spark 4.3's supported releases newer than the fallback (17)
+OLDEST = 17                   # what Spark 4 runs on at all
 JVM_FOLDERS = "/usr/lib/jvm"  # where Debian's and Adoptium's packages install a JDK
 ENV = "CHECKERS_SPARK_JAVA_HOME"
 
@@ -47,10 +50,12 @@ def spark_java_home(folders: str = JVM_FOLDERS) -> str | None:
     JDK of PREFERRED under `folders`, else None (Spark then finds Java as it always does)."""
     explicit = os.environ.get(ENV)
     if explicit:
-        if major_version(explicit) is None:
-            raise JavaHomeError(f"${ENV}={explicit}: no Java there (no bin/java with a release "
-                                f"file); point it at a JDK folder such as /usr/lib/jvm/java-17-openjdk-amd64, "
-                                f"or unset it")
+        version = major_version(explicit)
+        if version is None or version < OLDEST:
+            found = "no Java there (no bin/java with a release file)" if version is None else \
+                f"Java {version} there, and Spark needs {OLDEST} or later"
+            raise JavaHomeError(f"${ENV}={explicit}: {found}; point it at a JDK folder such as "
+                                f"/usr/lib/jvm/java-17-openjdk-amd64, or unset it")
         return explicit
     return _newest(folders)
 

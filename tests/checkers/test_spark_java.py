@@ -56,6 +56,9 @@ def test_an_explicit_java_home_wins_and_a_wrong_one_is_one_line_exit_2(tmp_path,
     jdk17 = _jdk(tmp_path / "jdk17", "17.0.15")
     monkeypatch.setenv(ENV, str(jdk17))
     assert spark_java_home(str(tmp_path / "none")) == str(jdk17)
+    monkeypatch.setenv(ENV, str(_jdk(tmp_path / "jdk11", "11.0.2")))
+    with pytest.raises(java.JavaHomeError, match="Java 11 there, and Spark needs 17 or later"):
+        spark_java_home()
     write_jsonl(clean().ops, tmp_path / "history.jsonl")
     env = {**os.environ, ENV: str(tmp_path / "nope")}
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(tmp_path), "--engine", "spark"],
