@@ -52,7 +52,9 @@ def _key_rows(run_dirs: list[str], runs: list[str], ks: list[int]) -> pa.Table:
     shows whole polls without a second search. Read here, in the Python worker, not by
     Spark and shipped as Arrow: the JVM's scan, shuffle (600 MB at 10M ops) and row-to-Arrow
     conversion cost 37 JVM CPU-s of a 10M-line history whose every key is searched, this
-    read about 2 per worker (docs/performance.md)."""
+    read 8-11 CPU-s per worker (half the keys, 14.5M rows each; a handful of keys of the
+    bench's 10M store: 1.3). Reading whole tables with `pq.read_table` and taking each key's
+    rows from them instead measured 14.5-15.4 CPU-s and twice the memory (docs/performance.md)."""
     by_run: dict[int, list[int]] = {}
     for k in ks:
         by_run.setdefault(run_id(k), []).append(key_in_run(k))
