@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_java_version, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 
 
@@ -101,6 +101,7 @@ def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: 
         "log_counts": {k: v for k, v in found["log"]["counts"].items() if v},
         "load_avg_1m": os.getloadavg()[0],
         "jvm_peak_gib": gib(jvm_peak_rss(spark)), "python_peak_gib": gib(python_peak_rss()),
+        "java": jvm_java_version(spark),
         "profile_top": profiles,
     }
     progress(f"from history.jsonl, {lines:,} lines: {report}")

@@ -36,6 +36,15 @@ def jvm_cpu_seconds(spark) -> float | None:
         return None
 
 
+def jvm_java_version(spark) -> str | None:
+    """The driver JVM's Java (e.g. "25.0.3"): figures on 17 and 25 differ by ~10%
+    (checkers.spark.java), so a bench's JSON says which one it measured."""
+    try:
+        return str(spark.sparkContext._jvm.java.lang.System.getProperty("java.version"))
+    except Exception:  # noqa: BLE001 - a measurement, not a result
+        return None
+
+
 def workers_cpu_seconds(spark) -> float | None:
     """User + system CPU seconds of the JVM's Python workers (pyspark.daemon and its forks,
     running or exited: /proc's utime, stime, cutime and cstime of the JVM's descendants),

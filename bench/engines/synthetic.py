@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_java_version, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 from history.parquet import SCHEMAS, TableWriter
 from harness.run_store import PAST_MARK
@@ -437,6 +437,7 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
                            "jvm_cpu_s": spark_cpu, "baseline_jvm_cpu_s": base_cpu,
                            "load_avg_1m": os.getloadavg()[0],
                            "jvm_peak_gib": gib(jvm_peak_rss(spark)),
+                           "java": jvm_java_version(spark),
                            "python_peak_gib": gib(python_peak_rss()),
                            "linearizability_s": linear_s,
                            "linearizable": found["linearizability"]["valid"],

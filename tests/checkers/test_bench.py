@@ -16,6 +16,7 @@ def test_bench_drivers_agree_and_find_every_injected_kind(spark, tmp_path):
     found = set(entry["spark"]["log_counts"]) | set(entry["spark"]["diff_counts"])
     assert found == set(log_anomalies.ANOMALIES) | set(replica_diff.ANOMALIES)
     assert entry["spark"]["rows_scanned"] == sum(entry["rows"].values())
+    assert int(entry["spark"]["java"].split(".")[0]) >= 17   # which Java the figures are of
 
 
 def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, tmp_path):
@@ -28,3 +29,4 @@ def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, 
     assert entry["log_counts"]["lost-write"] == 1 and entry["log_counts"]["read-then-lost"] == 1
     assert entry["linearizability"]["valid"] is False
     assert entry["linearizability"]["invalid_keys"] == [0, 1]
+    assert int(entry["java"].split(".")[0]) >= 17
