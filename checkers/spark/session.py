@@ -97,10 +97,15 @@ def check_driver(master: str) -> None:
     """Fail fast, in one line, before any work: a standalone master that does not answer
     (check_master), or a $CHECKERS_SPARK_JAVA_HOME without a Java for a local driver."""
     check_master(master)
-    if master.startswith("local"):
-        from checkers.spark.java import spark_java_home
+    _driver_java_home(master)
 
-        spark_java_home()
+
+def _driver_java_home(master: str) -> str | None:
+    """The JAVA_HOME a new driver for `master` is launched with (checkers.spark.java): only a
+    local driver gets one; a cluster's executors run the cluster's own Java."""
+    from checkers.spark.java import spark_java_home
+
+    return spark_java_home() if master.startswith("local") else None
 
 
 def spark_session(master: str | None = None, driver_memory: str | None = None,
@@ -168,9 +173,7 @@ def _java_for(master: str):
     """JAVA_HOME set, while a local session's JVM is launched, to the newest Java Spark supports
     here (checkers.spark.java). pyspark passes only os.environ to spark-submit, so it is set
     there and put back right after: later child processes (brokers, a run's tools) keep theirs."""
-    from checkers.spark.java import spark_java_home
-
-    home = spark_java_home() if master.startswith("local") else None
+    home = _driver_java_home(master)
     if home is None:
         yield
         return

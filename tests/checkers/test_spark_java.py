@@ -19,9 +19,9 @@ from tests.checkers.log_histories import clean
 def _jdk(folder: Path, version: str, runnable: bool = True) -> Path:
     """A folder shaped like a JDK: bin/java and a release file (what the lookup reads)."""
     (folder / "bin").mkdir(parents=True)
-    java = folder / "bin" / "java"
-    java.write_text("#!/bin/sh\n")
-    java.chmod(0o755 if runnable else 0o644)
+    launcher = folder / "bin" / "java"
+    launcher.write_text("#!/bin/sh\n")
+    launcher.chmod(0o755 if runnable else 0o644)
     (folder / "release").write_text(f'IMPLEMENTOR="test"\nJAVA_VERSION="{version}"\n')
     return folder
 
