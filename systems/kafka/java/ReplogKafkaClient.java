@@ -348,10 +348,14 @@ public final class ReplogKafkaClient {
          * fresh poll that got nothing has nothing to wait for. A known lag alone is no fetch
          * answer: currentLag asks ListOffsets for an end it does not know, and under load that
          * answered before the first fetch, so a fresh poll of offset 0 returned nothing with 13
-         * acknowledged records below the end (a loaded clean-clone run, 2026-11-29). */
+         * acknowledged records below the end (a loaded clean-clone run, 2026-11-29). Nor is a
+         * position past the known end (a negative lag): the broker answers it with records (the
+         * end grew) or OFFSET_OUT_OF_RANGE, and under load that came after POLL_WAIT_MS, so a
+         * poll past the end returned nothing instead of the workload's truncated-log signal
+         * (another loaded clean clone, the same day). */
         boolean caughtUp(TopicPartition tp) {
             OptionalLong lag = consumer().currentLag(tp);
-            return lag.isPresent() && lag.getAsLong() <= 0;
+            return lag.isPresent() && lag.getAsLong() == 0;
         }
 
         /** Positions key at offset (assign or seek) unless its kept records go on from there;
