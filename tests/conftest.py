@@ -154,6 +154,13 @@ def pytest_collection_modifyitems(config, items):
 _REBUILT: set[Path] = set()   # scenario stores already checked by `scenario_stores_rebuild`
 
 
+def _files_named(base: Path, name: str) -> list[Path]:
+    """Every file called `name` under base. Not Path.rglob: a module's brokers are still
+    running while this walks, and a directory they delete mid-walk (Kafka removing a
+    deleted topic's log-0) made rglob raise FileNotFoundError; os.walk skips it."""
+    return [Path(d) / name for d, _, files in os.walk(base) if name in files]
+
+
 @pytest.fixture(autouse=True)
 def scenario_stores_rebuild(request):
     """After each cluster test (tiers root, docker): every scenario store it made must be
@@ -169,7 +176,7 @@ def scenario_stores_rebuild(request):
         return
     from tests.scenarios.rebuild import is_scenario_store, rebuild_problem
 
-    stores = {p.parent.resolve() for p in base.rglob("scenario.json")} - _REBUILT   # `latest` links: once
+    stores = {p.parent.resolve() for p in _files_named(base, "scenario.json")} - _REBUILT   # `latest` links: once
     problems = []
     for store in sorted(stores):
         if not is_scenario_store(store):
@@ -192,7 +199,7 @@ def pytest_sessionfinish(session, exitstatus):
     from tests.checkers.verdict_rule import disagreement
 
     found = []
-    for path in Path(base).rglob("results.json"):
+    for path in _files_named(Path(base), "results.json"):
         problem = disagreement(path)
         if problem:
             found.append(f"{path}: {problem}")

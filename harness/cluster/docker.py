@@ -250,7 +250,10 @@ class DockerCluster(SshHosts):
 
 
 def remove_run(client, run_id: str | None) -> list[str]:
-    """Remove the containers, then the networks, of one run (None: all runs)."""
+    """Remove the containers, then the networks, of one run (None: all runs), and
+    list what this call removed. Another process may be removing the same run at
+    once (two `harness cleanup`s: the suite's streams run it side by side); its
+    objects are waited for, not listed, and not an error."""
     from docker.errors import APIError, NotFound
     label = f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN
     removed = []
@@ -260,19 +263,64 @@ def remove_run(client, run_id: str | None) -> list[str]:
             removed.append(f"container {c.name}")
         except NotFound:
             pass
+        except APIError as e:
+            if e.status_code != 409:      # 409: "removal of container ... is already in progress"
+                raise
+            _wait_removed(lambda: client.containers.get(c.id), e)
     for n in client.networks.list(filters={"label": label}):
         try:
-            n.remove()
-            removed.append(f"network {n.name}")
+            note = _remove_network(n)
+            removed.append(f"network {n.name}" + (f" ({note})" if note else ""))
         except NotFound:
             pass
-        except APIError as e:  # endpoints still attached: disconnect and retry
-            n.reload()
-            for c in n.containers:
-                n.disconnect(c, force=True)
-            n.remove()
-            removed.append(f"network {n.name} ({_short(e)})")
     return removed
+
+
+REMOVE_WAIT = 20.0   # s: for another process's removal, or for endpoints the engine is still letting go
+
+
+def _wait_removed(get, error: Exception) -> None:
+    """Until get() raises NotFound (someone else's removal finished); else raise `error`."""
+    from docker.errors import NotFound
+    deadline = time.monotonic() + REMOVE_WAIT
+    while time.monotonic() < deadline:
+        try:
+            get()
+        except NotFound:
+            return
+        time.sleep(0.2)
+    raise error
+
+
+def _remove_network(n) -> str:
+    """Remove one network; '' or why it took more than one try. Endpoints still
+    attached (a container's removal lags on a loaded engine): disconnect them and
+    retry for up to REMOVE_WAIT. NotFound (removed meanwhile) propagates."""
+    from docker.errors import APIError, NotFound
+    try:
+        n.remove()
+        return ""
+    except APIError as e:
+        if isinstance(e, NotFound):
+            raise
+        first = e
+    deadline = time.monotonic() + REMOVE_WAIT
+    while True:
+        n.reload()
+        for c in n.containers:
+            try:
+                n.disconnect(c, force=True)
+            except NotFound:
+                pass
+        try:
+            n.remove()
+            return _short(first)
+        except NotFound:
+            raise
+        except APIError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
 
 
 def cleanup_docker(run_id: str | None = None, include_live: bool = False,
