@@ -16,7 +16,7 @@ Input: Parquet run dirs written by `history.parquet` (each row tagged with its
 run name). The tables of `checkers.spark.tables` are built (their per-key facts
 cached) once and shared by the drivers; every driver's flags are collected by
 one job; beside it, the window over each key's calls in time order
-(`checkers.spark.sequential.settled_keys`, `job.settled()`) runs once for the
+(`checkers.spark.sequential.settled_rows`, `job.settled()`) runs once for the
 drivers that use it (linearizability settles keys with it, the log checker
 flags the send-order kinds only on the keys it did not find stepped). Spark
 interleaves the jobs' tasks, so the cores stay busy while one job's driver side
@@ -70,11 +70,11 @@ class SparkJob:
         return self._top.result()
 
     def settled(self) -> tuple[list, float]:
-        """The collected rows of `settled_keys` and the seconds they took."""
+        """The rows of `settled_rows` (one per key) and the seconds they took."""
         if self._settled is None:  # no driver declared SETTLED: compute it on demand
-            from checkers.spark.sequential import settled_keys
+            from checkers.spark.sequential import settled_rows
 
-            return _timed(lambda: settled_keys(self.tables).collect())
+            return _timed(lambda: settled_rows(self.tables))
         return self._settled.result()
 
 
@@ -128,13 +128,13 @@ def _run_drivers(spark, tables, runs, complete, time_limit, active) -> dict[str,
     """{checker name: (the monotonic second its driver ended, its answer)}; releases `tables`."""
     from checkers.log_anomalies import MAX_EXAMPLES
     from checkers.spark.flags import top_flags
-    from checkers.spark.sequential import settled_keys
+    from checkers.spark.sequential import settled_rows
 
     beside = ThreadPoolExecutor(len(active) + 1, thread_name_prefix="beside")
     job = SparkJob(tables, list(runs), dict(complete or {}), time_limit)
     try:
         if any(getattr(driver, "SETTLED", False) for driver in active.values()):
-            job._settled = beside.submit(_timed, lambda: settled_keys(tables).collect())
+            job._settled = beside.submit(_timed, lambda: settled_rows(tables))
         answers = {name: beside.submit(_stamped, driver.check, job) for name, driver in active.items()}
         try:
             flags = [f for driver in active.values() if hasattr(driver, "flags") for f in driver.flags(tables)]

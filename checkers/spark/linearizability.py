@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 
 from history.parquet import SCHEMAS, table_paths
 from checkers.linearizability import check_key, result, time_limit_default
-from checkers.spark.sequential import settled_keys
+from checkers.spark.sequential import settled_rows
 from checkers.spark.tables import KEY_SPAN, Tables, key_in_run, run_id
 
 SEND, READ, END = 0, 1, 2
@@ -129,11 +129,11 @@ def settle(tables: Tables, order: list | None = None
            ) -> tuple[dict[str, tuple[int, int, int]], set[int]]:
     """Decide the keys in plain real-time order in the JVM: -> ({run: (keys, calls,
     configs) of the settled keys}, k of the keys left to search). order: the collected
-    rows of `settled_keys`, else one job collects them (one row per key: a campaign of
+    rows of `settled_rows`, else it collects them (one row per key: a campaign of
     100 runs of 1000 keys is 100,000 small rows)."""
     summary: dict[str, list[int]] = {}
     searched = set()
-    for row in order if order is not None else settled_keys(tables).collect():
+    for row in order if order is not None else settled_rows(tables):
         if not row["sequential"]:
             searched.add(row["k"])
             continue
@@ -155,7 +155,7 @@ def check(job) -> dict[str, dict]:
 def check_runs(tables: Tables, time_limit: float | None = None,
                order: tuple[list, float] | None = None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables` (before tables.release()).
-    order: the collected rows of `settled_keys` and the seconds they took, if the caller
+    order: the rows of `settled_rows` and the seconds they took, if the caller
     has them (they count in the result's time)."""
     from checkers.spark.session import ship_package
 

@@ -26,14 +26,25 @@ for the `log` model after `Log.prepare`, of a key whose windows
 
 A key failing any rule (concurrent calls, an indefinite send that may land,
 an illegal step) goes to the search, which gives its verdict and counterexample.
+
+Most keys of a history with concurrent clients fail the first rule, and two calls
+that overlap anywhere prove it: `overlapping_keys` looks for such a pair among
+each run's first `SAMPLE_POSITIONS` history positions (a read of those row groups,
+in the driver, by pyarrow), and `settled_rows` sends only the other keys through
+the window. Both answers are shortcuts, never verdicts: a key declared neither
+sequential nor stepped is searched (and counted as the search counts it) and its
+sends go through the send-order windows, so every result stays the same.
 """
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.spark.tables import Tables
+from history.parquet import SCHEMAS, table_paths
+from checkers.spark.tables import KEY_LIMIT, KEY_SPAN, Tables
 
 APPEND, POLL, END = 0, 1, 2
 
@@ -58,10 +69,10 @@ def _calls(tables: Tables) -> DataFrame:
     return appends.unionByName(polls).unionByName(ends)
 
 
-def _other_sends(tables: Tables) -> DataFrame:
+def _other_sends(tables: Tables, keep=lambda frame: frame) -> DataFrame:
     """k, risky: per key with failed or indefinite sends, how many indefinite ones may land
-    (their value is pinned on the key, so prepare keeps them)."""
-    sends = tables.raw("sends")
+    (their value is pinned on the key, so prepare keeps them). keep: a filter of keys."""
+    sends = keep(tables.raw("sends"))
     append = F.col("type").eqNullSafe("ok") & F.col("offset").isNotNull()
     pinned = tables.values.where(F.col("min_offset").isNotNull()).select("k", "vid", "vtext")
     failed = F.col("type").eqNullSafe("fail")
@@ -95,29 +106,92 @@ def _in_order(calls: DataFrame) -> DataFrame:
             .withColumn("stepped", F.coalesce(stepped, F.lit(False))))
 
 
-def _unfit_keys(tables: Tables) -> DataFrame:
+def _unfit_keys(tables: Tables, keep=lambda frame: frame) -> DataFrame:
     """k of keys whose reads break a rule: a read of something not acknowledged there
-    before it, or a suspect read stream (all streams when there are too many suspects)."""
+    before it, or a suspect read stream (all streams when there are too many suspects).
+    keep: a filter of keys."""
     unacked = tables.triples.where(
         (F.col("rd") == 1) & ~F.coalesce(F.col("read_index") > F.col("ack_index"), F.lit(False))
     ).select("k")
     streams = tables.suspect_streams
     if streams is None:
         streams = tables._keyed("reads").select("k")
-    return unacked.unionByName(streams.select("k")).distinct()
+    return keep(unacked.unionByName(streams.select("k"))).distinct()
 
 
-def settled_keys(tables: Tables) -> DataFrame:
+# History positions per run that `overlapping_keys` reads: the 10M-line bench history's
+# first 1M positions prove 945 of its 1,000 keys concurrent (and the whole history all
+# of them) in 0.75 CPU-s, against the window's 22-37 JVM CPU-s for the keys it settles
+# none of (docs/performance.md, session 29). The cap bounds the driver's read on longer runs.
+SAMPLE_POSITIONS = 2_000_000
+
+
+def overlapping_keys(tables: Tables, positions: int = SAMPLE_POSITIONS) -> set[int]:
+    """k of the keys with two calls (appends, polls) that overlap in real time among
+    each run's first `positions` history positions: such a key is not sequential (the
+    window would find a call invoked before an earlier one completed). Calls as in
+    `_calls`; keys outside int32 are left to the window, which fails on them loudly."""
+    found: set[int] = set()
+    for rid, (run_dir, run) in enumerate(zip(tables.run_dirs, tables.runs)):
+        early = (ds.field("run") == run) & (ds.field("invoke_index") < positions)
+        sends = ds.dataset(table_paths([run_dir], "sends")[0], schema=SCHEMAS["sends"]).to_table(
+            columns=["key", "invoke_index", "complete_index"],
+            filter=early & (ds.field("type") == "ok") & ds.field("offset").is_valid()
+            & ds.field("complete_index").is_valid())
+        polls = ds.dataset(table_paths([run_dir], "reads")[0], schema=SCHEMAS["reads"]).to_table(
+            columns=["key", "invoke_index", "index"],
+            filter=early & (ds.field("pos") == 0) & ds.field("index").is_valid())
+        key = np.concatenate([sends["key"].to_numpy(), polls["key"].to_numpy()])
+        a = np.concatenate([sends["invoke_index"].to_numpy(), polls["invoke_index"].to_numpy()])
+        b = np.concatenate([sends["complete_index"].to_numpy(), polls["index"].to_numpy()])
+        fits = (key >= -KEY_LIMIT) & (key < KEY_LIMIT)
+        found.update(int(k) + rid * KEY_SPAN for k in _overlapping(key[fits], a[fits], b[fits]))
+    return found
+
+
+def _overlapping(key: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The keys with a call invoked at or before the latest completion of the key's
+    calls before it (in (a, b) order: the window's rule for a call that is not timely)."""
+    if len(key) == 0:
+        return key
+    order = np.lexsort((b, a, key))
+    key, a, b = key[order], a[order], b[order]
+    first = np.r_[True, key[1:] != key[:-1]]
+    group = np.cumsum(first) - 1
+    # the running max of b within each key's run of rows: offset every key's b above the
+    # previous keys' (positions are >= 0 and < span), so one running max does all keys
+    span = int(max(b.max(), a.max())) + 2
+    lifted = group * span + b
+    done_before = np.r_[-1, np.maximum.accumulate(lifted)[:-1]] - group * span
+    return np.unique(key[~first & (a <= done_before)])
+
+
+def settled_rows(tables: Tables) -> list:
+    """The collected rows of `settled_keys` for every key: the keys `overlapping_keys`
+    proves concurrent are rows of their own (calls 0, neither sequential nor stepped)
+    and stay out of the window's job."""
+    concurrent = overlapping_keys(tables)
+    rest = settled_keys(tables, concurrent).collect()
+    return rest + [{"k": k, "calls": 0, "sequential": False, "stepped": False}
+                   for k in sorted(concurrent)]
+
+
+def settled_keys(tables: Tables, without: set[int] = frozenset()) -> DataFrame:
     """k, calls, sequential, stepped: every key of the sends, reads and ends; sequential
     keys are linearizable with `calls` calls and need no search; on stepped keys the
     acknowledged sends never overlap in time and their offsets grow with it, and no send
     without an offset was observed (`risky`: none is placed by a read), so no send is
-    out of order (`checkers.spark.log_anomalies` skips their send-order windows)."""
-    per_key = _in_order(_calls(tables)).groupBy("k").agg(
+    out of order (`checkers.spark.log_anomalies` skips their send-order windows).
+    without: leave these k out (before the window's shuffle)."""
+    keep = lambda frame: frame  # noqa: E731
+    if without:
+        skip = F.broadcast(tables.spark.createDataFrame([(k,) for k in sorted(without)], "k bigint"))
+        keep = lambda frame: frame.join(skip, "k", "left_anti")  # noqa: E731
+    per_key = _in_order(keep(_calls(tables))).groupBy("k").agg(
         F.count("*").alias("calls"), F.count(F.when(~F.col("good"), F.lit(1))).alias("wrong"),
         F.count(F.when(~F.col("stepped"), F.lit(1))).alias("unstepped"))
-    unfit = F.broadcast(_unfit_keys(tables).withColumn("unfit", F.lit(True)))
-    return (per_key.join(_other_sends(tables), "k", "full").join(unfit, "k", "left").select(
+    unfit = F.broadcast(_unfit_keys(tables, keep).withColumn("unfit", F.lit(True)))
+    return (per_key.join(_other_sends(tables, keep), "k", "full").join(unfit, "k", "left").select(
         "k", F.coalesce(F.col("calls"), F.lit(0)).alias("calls"),
         ((F.coalesce(F.col("wrong"), F.lit(0)) == 0) & (F.coalesce(F.col("risky"), F.lit(0)) == 0)
          & F.col("unfit").isNull()).alias("sequential"),

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -258,8 +260,8 @@ def test_the_shortcut_equals_the_search_on_simulated_registers(ops, data):
 def on_spark(spark, tmp_path_factory):
     """Every case as one run of one Spark check: settled keys and linearizability results."""
     from checkers.spark import linearizability as spark_linearizability
-    from checkers.spark.sequential import settled_keys
-    from checkers.spark.tables import Tables, key_in_run, run_of
+    from checkers.spark.sequential import overlapping_keys, settled_keys, settled_rows
+    from checkers.spark.tables import Tables, key_in_run, run_id, run_of
     from pyspark.sql import functions as F
 
     root = tmp_path_factory.mktemp("sequential")
@@ -280,9 +282,19 @@ def on_spark(spark, tmp_path_factory):
             if row["stepped"]:
                 stepped[run].add(key)
         found = spark_linearizability.check_runs(tables)
+        window = {row["k"]: (row["sequential"], row["stepped"]) for row in settled_keys(tables).collect()}
+        shortcut = {row["k"]: (row["sequential"], row["stepped"]) for row in settled_rows(tables)}
+        concurrent = {run: set() for run in runs}
+        for k in overlapping_keys(tables):
+            concurrent[runs[run_id(k)]].add(key_in_run(k))
+        PREPASS.update(window=window, shortcut=shortcut, concurrent=concurrent,
+                       none_early=overlapping_keys(tables, positions=0))
     finally:
         tables.release()
     return settled, found, stepped, every
+
+
+PREPASS: dict = {}   # on_spark's view of the overlap pre-pass (checkers.spark.sequential)
 
 
 def _unstepped_keys(ops: list[dict]) -> set:
@@ -328,3 +340,34 @@ def test_spark_settles_exactly_the_sequential_keys_and_equals_local(on_spark, na
     assert (same_verdicts({"linearizability": found[name]})
             == same_verdicts({"linearizability": local}))
     assert found[name]["valid"] is valid
+
+
+@pytest.mark.spark
+def test_the_overlap_prepass_only_skips_keys_the_window_finds_unsettled(on_spark):
+    """`settled_rows` = the window's rows, except that keys whose calls overlap among the
+    history's first positions are neither sequential nor stepped without the window: each
+    of them the window finds not sequential; every other key's row is the window's."""
+    window, shortcut, concurrent = PREPASS["window"], PREPASS["shortcut"], PREPASS["concurrent"]
+    assert set(shortcut) == set(window)
+    assert concurrent["concurrent"], "the concurrent case's overlapping calls were not found"
+    assert not concurrent["sequential"]
+    assert PREPASS["none_early"] == set()
+    for k, row in shortcut.items():
+        if row != window[k]:
+            assert row == (False, False) and not window[k][0], (k, row, window[k])
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30), st.integers(0, 8)), max_size=25))
+def test_overlapping_keys_are_those_with_two_calls_that_overlap(calls):
+    """`_overlapping` against its definition: a key with two calls i, j where j was invoked
+    while i was open (a_i <= a_j <= b_i)."""
+    from checkers.spark.sequential import _overlapping
+
+    key = np.array([c[0] for c in calls], dtype=np.int64)
+    a = np.array([c[1] for c in calls], dtype=np.int64)
+    b = a + np.array([c[2] for c in calls], dtype=np.int64)
+    expected = {key[i] for i in range(len(calls)) for j in range(len(calls))
+                if i != j and key[i] == key[j] and a[i] <= a[j] <= b[i]}
+    assert set(_overlapping(key, a, b).tolist()) == expected
