@@ -124,6 +124,7 @@ def _unfit_keys(tables: Tables, keep=lambda frame: frame) -> DataFrame:
 # of them) in 0.75 CPU-s, against the window's 22-37 JVM CPU-s for the keys it settles
 # none of (docs/performance.md, session 29). The cap bounds the driver's read on longer runs.
 SAMPLE_POSITIONS = 2_000_000
+POSITION_LIMIT = 1 << 40
 
 
 def overlapping_keys(tables: Tables, positions: int = SAMPLE_POSITIONS) -> set[int]:
@@ -144,14 +145,17 @@ def overlapping_keys(tables: Tables, positions: int = SAMPLE_POSITIONS) -> set[i
         key = np.concatenate([sends["key"].to_numpy(), polls["key"].to_numpy()])
         a = np.concatenate([sends["invoke_index"].to_numpy(), polls["invoke_index"].to_numpy()])
         b = np.concatenate([sends["complete_index"].to_numpy(), polls["index"].to_numpy()])
-        fits = (key >= -KEY_LIMIT) & (key < KEY_LIMIT)
+        # positions outside [0, 2^40) (none in a real history) are left to the window too,
+        # so that `_overlapping`'s lifted maxima cannot overflow
+        fits = (key >= -KEY_LIMIT) & (key < KEY_LIMIT) & (a >= 0) & (b >= 0) & (b < POSITION_LIMIT)
         found.update(int(k) + rid * KEY_SPAN for k in _overlapping(key[fits], a[fits], b[fits]))
     return found
 
 
 def _overlapping(key: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The keys with a call invoked at or before the latest completion of the key's
-    calls before it (in (a, b) order: the window's rule for a call that is not timely)."""
+    calls before it (in (a, b) order: the window's rule for a call that is not timely).
+    Positions are in [0, POSITION_LIMIT)."""
     if len(key) == 0:
         return key
     order = np.lexsort((b, a, key))
