@@ -156,10 +156,19 @@ class Tables:
         return {self.runs[run_id(row["k"])] for row in self._per_key if row["observed"]}
 
     @_built_once
+    def ended(self) -> set[int]:
+        """k of every key with an end row (the final phase's read of its end)."""
+        return {row["k"] for row in self.ends.select("k").collect()}
+
+    @_built_once
+    def every_key(self) -> set[int]:
+        """k of every key of the sends, reads, records and ends."""
+        return {row["k"] for row in self._per_key} | self.ended
+
+    @_built_once
     def unfinished(self) -> set[str]:
-        ended = {row["k"] for row in self.ends.select("k").collect()}
         return {self.runs[run_id(row["k"])] for row in self._per_key
-                if row["acked"] and row["k"] not in ended}
+                if row["acked"] and row["k"] not in self.ended}
 
     @_built_once
     def dumped(self) -> set[str]:

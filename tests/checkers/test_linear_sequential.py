@@ -371,3 +371,27 @@ def test_overlapping_keys_are_those_with_two_calls_that_overlap(calls):
     expected = {key[i] for i in range(len(calls)) for j in range(len(calls))
                 if i != j and key[i] == key[j] and a[i] <= a[j] <= b[i]}
     assert set(_overlapping(key, a, b).tolist()) == expected
+
+
+@pytest.mark.spark
+def test_a_run_whose_every_key_is_proven_concurrent_needs_no_window(spark, tmp_path):
+    """The concurrent case alone: the sample proves each of its keys concurrent, so
+    `settled_rows` gives their rows without the window's job, and they are the rows the
+    window would give but for the shortcut (none sequential; stepped only shortcut away)."""
+    from checkers.spark.sequential import overlapping_keys, settled_keys, settled_rows
+    from checkers.spark.tables import Tables
+
+    parquet.write_run(str(tmp_path / "c"), "c", CASES["concurrent"][0]().ops, {})
+    tables = Tables(spark, [str(tmp_path / "c")], ["c"])
+    try:
+        window = {row["k"]: (row["sequential"], row["stepped"]) for row in settled_keys(tables).collect()}
+        assert overlapping_keys(tables) >= tables.every_key, "the case no longer has every key concurrent"
+        tracker = spark.sparkContext.statusTracker()
+        before = set(tracker.getJobIdsForGroup(None))
+        rows = settled_rows(tables)
+        assert set(tracker.getJobIdsForGroup(None)) == before, "a Spark job ran"
+    finally:
+        tables.release()
+    shortcut = {row["k"]: (row["sequential"], row["stepped"]) for row in rows}
+    assert set(shortcut) == set(window) and window
+    assert all(row == (False, False) and not window[k][0] for k, row in shortcut.items())
