@@ -182,6 +182,14 @@ def settled_rows(tables: Tables) -> list:
                    for k in sorted(concurrent)]
 
 
+def _dropping(tables: Tables, without: set[int]):
+    """A filter of frames with a k column: the rows of keys not in `without` (a broadcast anti-join)."""
+    if not without:
+        return lambda frame: frame
+    skip = F.broadcast(tables.spark.createDataFrame([(k,) for k in sorted(without)], "k bigint"))
+    return lambda frame: frame.join(skip, "k", "left_anti")
+
+
 def settled_keys(tables: Tables, without: set[int] = frozenset()) -> DataFrame:
     """k, calls, sequential, stepped: every key of the sends, reads and ends; sequential
     keys are linearizable with `calls` calls and need no search; on stepped keys the
@@ -189,10 +197,7 @@ def settled_keys(tables: Tables, without: set[int] = frozenset()) -> DataFrame:
     without an offset was observed (`risky`: none is placed by a read), so no send is
     out of order (`checkers.spark.log_anomalies` skips their send-order windows).
     without: leave these k out (before the window's shuffle)."""
-    keep = lambda frame: frame  # noqa: E731
-    if without:
-        skip = F.broadcast(tables.spark.createDataFrame([(k,) for k in sorted(without)], "k bigint"))
-        keep = lambda frame: frame.join(skip, "k", "left_anti")  # noqa: E731
+    keep = _dropping(tables, without)
     per_key = _in_order(keep(_calls(tables))).groupBy("k").agg(
         F.count("*").alias("calls"), F.count(F.when(~F.col("good"), F.lit(1))).alias("wrong"),
         F.count(F.when(~F.col("stepped"), F.lit(1))).alias("unstepped"))

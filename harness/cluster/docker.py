@@ -297,30 +297,25 @@ def _remove_network(n) -> str:
     attached (a container's removal lags on a loaded engine): disconnect them and
     retry for up to REMOVE_WAIT. NotFound (removed meanwhile) propagates."""
     from docker.errors import APIError, NotFound
-    try:
-        n.remove()
-        return ""
-    except APIError as e:
-        if isinstance(e, NotFound):
-            raise
-        first = e
-    deadline = time.monotonic() + REMOVE_WAIT
+    deadline, first = time.monotonic() + REMOVE_WAIT, None
     while True:
+        try:
+            n.remove()
+            return _short(first) if first else ""
+        except NotFound:
+            raise
+        except APIError as e:
+            if first is not None and time.monotonic() >= deadline:
+                raise
+            if first is not None:
+                time.sleep(0.5)
+            first = first or e
         n.reload()
         for c in n.containers:
             try:
                 n.disconnect(c, force=True)
             except NotFound:
                 pass
-        try:
-            n.remove()
-            return _short(first)
-        except NotFound:
-            raise
-        except APIError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.5)
 
 
 def cleanup_docker(run_id: str | None = None, include_live: bool = False,

@@ -258,7 +258,8 @@ def test_the_shortcut_equals_the_search_on_simulated_registers(ops, data):
 
 @pytest.fixture(scope="module")
 def on_spark(spark, tmp_path_factory):
-    """Every case as one run of one Spark check: settled keys and linearizability results."""
+    """Every case as one run of one Spark check: settled keys, linearizability results,
+    stepped and all keys, and the overlap pre-pass's view (checkers.spark.sequential)."""
     from checkers.spark import linearizability as spark_linearizability
     from checkers.spark.sequential import overlapping_keys, settled_keys, settled_rows
     from checkers.spark.tables import Tables, key_in_run, run_id, run_of
@@ -287,14 +288,11 @@ def on_spark(spark, tmp_path_factory):
         concurrent = {run: set() for run in runs}
         for k in overlapping_keys(tables):
             concurrent[runs[run_id(k)]].add(key_in_run(k))
-        PREPASS.update(window=window, shortcut=shortcut, concurrent=concurrent,
+        prepass = dict(window=window, shortcut=shortcut, concurrent=concurrent,
                        none_early=overlapping_keys(tables, positions=0))
     finally:
         tables.release()
-    return settled, found, stepped, every
-
-
-PREPASS: dict = {}   # on_spark's view of the overlap pre-pass (checkers.spark.sequential)
+    return settled, found, stepped, every, prepass
 
 
 def _unstepped_keys(ops: list[dict]) -> set:
@@ -321,7 +319,7 @@ def _unstepped_keys(ops: list[dict]) -> set:
 
 @pytest.mark.spark
 def test_spark_finds_the_keys_whose_sends_cannot_be_out_of_order(on_spark):
-    _settled, _found, stepped, every = on_spark
+    _settled, _found, stepped, every, _prepass = on_spark
     unstepped = {name: _unstepped_keys(CASES[name][0]().ops) for name in CASES}
     assert unstepped["concurrent"] and unstepped["appends-out-of-order"]
     assert not unstepped["sequential"] and stepped["sequential"]
@@ -332,7 +330,7 @@ def test_spark_finds_the_keys_whose_sends_cannot_be_out_of_order(on_spark):
 @pytest.mark.spark
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_spark_settles_exactly_the_sequential_keys_and_equals_local(on_spark, name):
-    settled, found, _stepped, _every = on_spark
+    settled, found, _stepped, _every, _prepass = on_spark
     make, valid, _in_python, shortcut = CASES[name]
     assert settled[name] == shortcut
     flat = flatten(make().ops)
@@ -347,11 +345,12 @@ def test_the_overlap_prepass_only_skips_keys_the_window_finds_unsettled(on_spark
     """`settled_rows` = the window's rows, except that keys whose calls overlap among the
     history's first positions are neither sequential nor stepped without the window: each
     of them the window finds not sequential; every other key's row is the window's."""
-    window, shortcut, concurrent = PREPASS["window"], PREPASS["shortcut"], PREPASS["concurrent"]
+    prepass = on_spark[4]
+    window, shortcut, concurrent = prepass["window"], prepass["shortcut"], prepass["concurrent"]
     assert set(shortcut) == set(window)
     assert concurrent["concurrent"], "the concurrent case's overlapping calls were not found"
     assert not concurrent["sequential"]
-    assert PREPASS["none_early"] == set()
+    assert prepass["none_early"] == set()
     for k, row in shortcut.items():
         if row != window[k]:
             assert row == (False, False) and not window[k][0], (k, row, window[k])
