@@ -257,7 +257,9 @@ def remove_run(client, run_id: str | None) -> list[str]:
     from docker.errors import APIError, NotFound
     label = f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN
     removed = []
-    for c in client.containers.list(all=True, filters={"label": label}):
+    # ignore_removed: the list inspects each container, and another stream's
+    # cleanup may remove one between the list and its inspect (a 404 in CI)
+    for c in client.containers.list(all=True, filters={"label": label}, ignore_removed=True):
         try:
             c.remove(force=True, v=True)
             removed.append(f"container {c.name}")
@@ -329,7 +331,7 @@ def cleanup_docker(run_id: str | None = None, include_live: bool = False,
         return []
     runs: set[str] = set()
     owners: dict[str, tuple[int, int]] = {}
-    objects = client.containers.list(all=True, filters={"label": LABEL_RUN}) + \
+    objects = client.containers.list(all=True, filters={"label": LABEL_RUN}, ignore_removed=True) + \
         client.networks.list(filters={"label": LABEL_RUN})
     for obj in objects:
         labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
