@@ -17,7 +17,7 @@ pytestmark = pytest.mark.docker
 def _leftovers(run_id: str) -> list[str]:
     client = docker_client()
     label = {"label": f"{LABEL_RUN}={run_id}"}
-    return [c.name for c in client.containers.list(all=True, filters=label)] + \
+    return [c.name for c in client.containers.list(all=True, filters=label, ignore_removed=True)] + \
         [n.name for n in client.networks.list(filters=label)]
 
 
