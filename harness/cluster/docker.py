@@ -307,11 +307,12 @@ def _remove_network(n) -> str:
         except NotFound:
             raise
         except APIError as e:
-            if first is not None and time.monotonic() >= deadline:
+            if first is None:
+                first = e                      # disconnect at once, then retry
+            elif time.monotonic() >= deadline:
                 raise
-            if first is not None:
+            else:
                 time.sleep(0.5)
-            first = first or e
         n.reload()
         for c in n.containers:
             try:
