@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from harness.cleanup import RunRecord
-from harness.cluster.docker import DockerCluster
+from harness.cluster.docker import LABEL_RUN, DockerCluster, docker_client
 
 REPO = Path(__file__).resolve().parents[2]
 # Run records of the test clusters (removed by the session fixture).
@@ -18,3 +18,12 @@ def new_cluster(nodes: int = 3, subnet: str | None = None, **kw) -> DockerCluste
     run_id = "t" + secrets.token_hex(3)
     record = RunRecord(run_id, run_dir=RECORDS)
     return DockerCluster(run_id, nodes, record, subnet=subnet, **kw)
+
+
+def labelled(run_id: str) -> list[str]:
+    """Names of the containers and networks Docker still has for one run. A container
+    removed between the list and its inspect (another stream's cleanup) is skipped."""
+    client = docker_client()
+    label = {"label": f"{LABEL_RUN}={run_id}"}
+    return [c.name for c in client.containers.list(all=True, filters=label, ignore_removed=True)] + \
+        [n.name for n in client.networks.list(filters=label)]

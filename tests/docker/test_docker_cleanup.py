@@ -10,9 +10,9 @@ import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.cluster.docker import LABEL_RUN, cleanup_docker, docker_client
+from harness.cluster.docker import cleanup_docker
 
-from dockertest_util import REPO
+from dockertest_util import REPO, labelled
 import pytest
 
 pytestmark = pytest.mark.docker
@@ -28,12 +28,6 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _labelled(run_id: str) -> list[str]:
-    client = docker_client()
-    label = {"label": f"{LABEL_RUN}={run_id}"}
-    return [c.name for c in client.containers.list(all=True, filters=label, ignore_removed=True)] + \
-        [n.name for n in client.networks.list(filters=label)]
-
 
 def _orphaned_run() -> str:
     """A child harness brings up a one-node cluster and is killed with SIGKILL: its run id."""
@@ -43,11 +37,11 @@ def _orphaned_run() -> str:
     try:
         run_id = child.stdout.readline().strip()
         assert run_id, "the child harness did not bring its cluster up"
-        assert len(_labelled(run_id)) == 3  # ctl, n1, network
+        assert len(labelled(run_id)) == 3  # ctl, n1, network
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-    assert len(_labelled(run_id)) == 3  # SIGKILL left them
+    assert len(labelled(run_id)) == 3  # SIGKILL left them
     return run_id
 
 
@@ -59,9 +53,9 @@ def test_cleanup_after_sigkill_spares_live_runs(cluster):
     # gone, this child's included): what one of them removed first is not in this call's list,
     # and the two removals at once must not fail (Docker answers the second with 409).
     assert set(removed) <= expected, removed
-    assert _labelled(run_id) == []
+    assert labelled(run_id) == []
     # The module's cluster belongs to this live process: untouched.
-    assert len(_labelled(cluster.run_id)) == 5
+    assert len(labelled(cluster.run_id)) == 5
     assert cluster.remotes["n1"].run(["true"]).returncode == 0
     assert cleanup_docker() == []  # idempotent
 
@@ -77,5 +71,5 @@ def test_two_cleanups_at_once_remove_an_orphan_once_and_neither_fails(cluster):
     ours = [r for removed in results for r in removed]
     assert sorted(ours) == sorted([f"container hx-{run_id}-ctl", f"container hx-{run_id}-n1",
                                    f"network hx-{run_id}"])
-    assert _labelled(run_id) == []
-    assert len(_labelled(cluster.run_id)) == 5
+    assert labelled(run_id) == []
+    assert len(labelled(cluster.run_id)) == 5

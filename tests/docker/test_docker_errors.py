@@ -6,19 +6,13 @@ import paramiko
 import pytest
 
 from harness.cluster.base import ClusterError
-from harness.cluster.docker import LABEL_RUN, docker_client, host_addresses
+from harness.cluster.docker import host_addresses
 from harness.remote.ssh import SshRemote, new_ed25519_key
 
-from dockertest_util import new_cluster
+from dockertest_util import labelled, new_cluster
 
 pytestmark = pytest.mark.docker
 
-
-def _leftovers(run_id: str) -> list[str]:
-    client = docker_client()
-    label = {"label": f"{LABEL_RUN}={run_id}"}
-    return [c.name for c in client.containers.list(all=True, filters=label, ignore_removed=True)] + \
-        [n.name for n in client.networks.list(filters=label)]
 
 
 def _one_line(e: pytest.ExceptionInfo) -> str:
@@ -42,7 +36,7 @@ def test_missing_image(docker_ready):
         c.create()
     assert "harness-node:no-such-tag not found" in _one_line(e)
     assert "docker/build-base.sh" in str(e.value)
-    assert _leftovers(c.run_id) == []
+    assert labelled(c.run_id) == []
 
 
 def test_image_without_sshd_fails_midway_and_cleans_up(docker_ready):
@@ -53,7 +47,7 @@ def test_image_without_sshd_fails_midway_and_cleans_up(docker_ready):
         c.create()
     msg = _one_line(e)
     assert "sshd did not come up" in msg and "docker/build-base.sh" in msg
-    assert _leftovers(c.run_id) == []
+    assert labelled(c.run_id) == []
 
 
 def test_subnet_in_use(cluster):
@@ -62,7 +56,7 @@ def test_subnet_in_use(cluster):
         c.create()
     msg = _one_line(e)
     assert cluster.subnet in msg and "--subnet" in msg
-    assert _leftovers(c.run_id) == []
+    assert labelled(c.run_id) == []
 
 
 @pytest.mark.parametrize("subnet", ["10.211.0.0/30", "not-a-net", "fd00::/64"])
@@ -126,4 +120,4 @@ def test_runs_without_a_subnet_share_the_engine(cluster):
     finally:
         a.destroy()
         b.destroy()
-    assert _leftovers(a.run_id) == [] and _leftovers(b.run_id) == []
+    assert labelled(a.run_id) == [] and labelled(b.run_id) == []
