@@ -118,6 +118,17 @@ def check(ops: Iterable[dict]) -> dict:
 
 def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dict:
     """Check flat send, read and end rows (columns as in history.flatten)."""
+    findings, checked = findings_flat(sends, reads, ends)
+    result = summarize(findings, checked=checked)
+    gone = absent_ends(ends)
+    if gone:
+        absent_losses(result, gone, [s for s in sends if s[0] in gone], [r for r in reads if r[0] in gone], ends)
+    return result
+
+
+def findings_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> tuple[dict, bool]:
+    """-> ({kind: (count, sorted examples)}, whether anything was checked), before
+    `summarize` and the absent logs: what `checkers.log_arrays` compares its counts with."""
     findings = {
         "inconsistent-offsets": _inconsistent_offsets(sends, reads),
         "duplicate": _duplicates(sends, reads),
@@ -128,11 +139,7 @@ def check_flat(sends: list[tuple], reads: list[tuple], ends: list[tuple]) -> dic
     findings.update(_lost_and_unseen(sends, reads, {row[0] for row in ends}))
     findings.update(_poll_order(sends, reads))
     findings["read-then-lost"] = _read_then_lost(sends, reads, {row[0]: row[1] for row in ends})
-    result = summarize(findings, checked=bool(reads) or any(s[3] == "ok" and s[2] is not None for s in sends))
-    gone = absent_ends(ends)
-    if gone:
-        absent_losses(result, gone, [s for s in sends if s[0] in gone], [r for r in reads if r[0] in gone], ends)
-    return result
+    return findings, bool(reads) or any(s[3] == "ok" and s[2] is not None for s in sends)
 
 
 def absent_ends(ends: Iterable[tuple]) -> dict[int, tuple[str, int]]:
