@@ -1,8 +1,9 @@
 """Per-key log anomalies of a Kafka-style history, after Jepsen's Kafka checker.
 
 The in-process kernel: plain Python over the flat tables of `history.flatten`.
-`checkers.spark.log_anomalies` computes exactly the same results with DataFrame jobs;
-a test holds the two to identical output.
+`checkers.log_arrays` computes the same counts over column arrays (the Spark engine's
+tasks run it per key range, `checkers.spark.log_anomalies`) and takes its examples from
+this kernel; tests hold the two to identical output.
 
 Vocabulary. A *key* is a partition. An *observation* of a key is an
 (offset, value) pair seen either in the acknowledgement of an ok send or in an

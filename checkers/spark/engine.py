@@ -17,10 +17,10 @@ run name). The tables of `checkers.spark.tables` are built (their per-key facts
 cached) once and shared by the drivers; every driver's flags are collected by
 one job; beside it, the window over each key's calls in time order
 (`checkers.spark.sequential.settled_rows`, `job.settled()`) runs once for the
-drivers that use it (linearizability settles keys with it, the log checker
-flags the send-order kinds only on the keys it did not find stepped). Spark
-interleaves the jobs' tasks, so the cores stay busy while one job's driver side
-plans or collects, and the Python search works while the JVM does.
+drivers that use it (linearizability settles keys with it). The log checker and
+the linearizability search run as Python tasks that read their keys' rows themselves.
+Spark interleaves the jobs' tasks, so the cores stay busy while one job's driver side
+plans or collects, and the Python workers work while the JVM does.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ docstring). Inputs are the cached facts of `checkers.spark.tables`:
   order) collected with their copies and made entries by the kernel's own
   `difference`.
 
-Like `checkers.spark.log_anomalies`, `flags` returns rows in the common flag shape so
-both checkers finish in one Spark job.
+`flags` returns rows in the common flag shape (`checkers.spark.flags`), collected by
+the engine's one flag job.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from checkers.spark.flags import flag
 from checkers.spark.tables import Tables, differs, k_of, key_in_run, run_id, run_of
 
 def flags(tables: Tables) -> list[DataFrame]:
+    if not tables.has_dumps:  # no records nor replicas: every kind below is empty
+        return []
     diverged = (F.col("c_lo") != F.col("c_hi")) | differs("c")
     return [
         flag(tables.offsets.where(F.col("c_lo").isNotNull() & diverged), "divergence",
@@ -92,10 +94,11 @@ def results(tables: Tables, top: dict, complete: dict[str, bool] | None = None) 
         for kind in ANOMALIES:
             count, payloads = top.get((run, kind), (0, []))
             findings[kind] = (count, [_example(kind, rid, p, holders, writers) for p in payloads])
-        out[run] = summarize(findings, has_dumps=run in tables.dumped,
+        # (whether the final reads completed matters only to lost-acknowledged sends)
+        out[run] = summarize(findings, has_dumps=tables.has_dumps and run in tables.dumped,
                              complete=complete.get(run, True),
-                             final_reads=run not in tables.unfinished)
-    found = _differences(tables)
+                             final_reads=not findings["lost-acknowledged"][0] or run not in tables.unfinished)
+    found = _differences(tables) if tables.has_dumps else {}
     for rid, run in enumerate(tables.runs):
         out[run] = with_differences(out[run], *found.get(rid, (0, [])))
     return out

@@ -47,6 +47,9 @@ from history.parquet import SCHEMAS, table_paths
 from checkers.spark.tables import KEY_LIMIT, KEY_SPAN, Tables
 
 APPEND, POLL, END = 0, 1, 2
+# When the sample proves all but this share of the keys concurrent, the rest are searched
+# rather than settled by the window (`settled_rows`).
+FEW_UNPROVEN = 0.1
 
 
 def _calls(tables: Tables) -> DataFrame:
@@ -175,11 +178,16 @@ def settled_rows(tables: Tables) -> list:
     proves concurrent are rows of their own (calls 0, neither sequential nor stepped)
     and stay out of the window's job, which does not run when they are every key."""
     concurrent = overlapping_keys(tables)
-    # every key proven (the harness's own runs: a few keys, all shared by the clients): the
-    # window would have no row to give, so its job is not run
-    rest = [] if concurrent and concurrent >= tables.every_key else settled_keys(tables, concurrent).collect()
-    return rest + [{"k": k, "calls": 0, "sequential": False, "stepped": False}
-                   for k in sorted(concurrent)]
+    # Nearly every key proven (the harness's own runs: a few keys, all shared by the
+    # clients; a history of concurrent clients: 998 of 1,000): the few others are
+    # searched too (a sequential key steps through in milliseconds), and the window's
+    # job, which needs the triples T and V (~40 JVM CPU-s at 10M ops), is not run.
+    unproven = tables.call_keys - concurrent if concurrent else None
+    if unproven is not None and len(unproven) <= FEW_UNPROVEN * len(tables.call_keys):
+        return [{"k": k, "calls": 0, "sequential": False, "stepped": False}
+                for k in sorted(concurrent | unproven)]
+    return settled_keys(tables, concurrent).collect() + [
+        {"k": k, "calls": 0, "sequential": False, "stepped": False} for k in sorted(concurrent)]
 
 
 def _dropping(tables: Tables, without: set[int]):
@@ -195,7 +203,8 @@ def settled_keys(tables: Tables, without: set[int] = frozenset()) -> DataFrame:
     keys are linearizable with `calls` calls and need no search; on stepped keys the
     acknowledged sends never overlap in time and their offsets grow with it, and no send
     without an offset was observed (`risky`: none is placed by a read), so no send is
-    out of order (`checkers.spark.log_anomalies` skips their send-order windows).
+    out of order (a fact the tests hold to the log checker's; no driver reads it since the
+    log checker's counts moved to `checkers.log_arrays`).
     without: leave these k out (before the window's shuffle)."""
     keep = _dropping(tables, without)
     per_key = _in_order(keep(_calls(tables))).groupBy("k").agg(

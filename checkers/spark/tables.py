@@ -1,4 +1,5 @@
-"""The tables both Spark checkers read: narrow rows with one bigint key, partitioned once.
+"""The tables the Spark drivers read in the JVM (the replica diff, the settle job, transactions):
+narrow rows with one bigint key, partitioned once.
 
 Why this shape: every anomaly is per key, so all input rows are
 hash-partitioned once by key and every later aggregation and window (grouped
@@ -29,6 +30,8 @@ from __future__ import annotations
 import functools
 import threading
 
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -130,7 +133,8 @@ class Tables:
                                                "complete_index", "absent").cache()
         self._cached: list[DataFrame] = [self.every_replica, self.ends]
 
-    # -- the log checkers' facts, built (and cached) on first use: a check of transactions
+    # -- the replica diff's and the settle job's facts, built (and cached) on first use: a
+    # check of transactions
     # only reads the raw tables, and building these took about half of its JVM CPU
     # (bench/txn_check.py, 100k transactions: 41 CPU-s warm with them, see docs/performance.md).
 
@@ -140,11 +144,10 @@ class Tables:
 
     @_built_once
     def _per_key(self) -> list:
-        """One scan of T, a row per key: runs with any observation (the log checker checked
-        something), any text value, and keys acknowledged to (a run with one that the final
-        phase did not read to its end is unfinished)."""
+        """One scan of T, a row per key: any text value, and keys acknowledged to (a run
+        with one that the final phase did not read to its end is unfinished)."""
         return self.triples.groupBy("k").agg(
-            F.max("obs").alias("observed"), F.max(F.col("vtext").cast("byte")).alias("text"),
+            F.max(F.col("vtext").cast("byte")).alias("text"),
             F.max(F.col("ack_index").isNotNull().cast("byte")).alias("acked")).collect()
 
     @_built_once
@@ -152,18 +155,33 @@ class Tables:
         return any(row["text"] for row in self._per_key)
 
     @_built_once
-    def observed(self) -> set[str]:
-        return {self.runs[run_id(row["k"])] for row in self._per_key if row["observed"]}
-
-    @_built_once
     def ended(self) -> set[int]:
         """k of every key with an end row (the final phase's read of its end)."""
         return {row["k"] for row in self.ends.select("k").collect()}
 
     @_built_once
-    def every_key(self) -> set[int]:
-        """k of every key of the sends, reads, records and ends."""
-        return {row["k"] for row in self._per_key} | self.ended
+    def call_keys(self) -> set[int]:
+        """k of every key of the sends, reads and ends: the keys the linearizability checker
+        decides (`checkers.spark.sequential` gives each a row).
+
+        Read with pyarrow from the key columns, not by a Spark job: a check whose Spark
+        drivers need no triples T (the log checker and the search run in Python tasks, and
+        without dumps the replica diff has nothing to do) then never builds them (~40 JVM
+        CPU-s at 10M ops)."""
+        found = set()
+        for rid, (run_dir, run) in enumerate(zip(self.run_dirs, self.runs)):
+            for table in ("sends", "reads", "ends"):
+                keys = ds.dataset(table_paths([run_dir], table)[0], schema=SCHEMAS[table]).to_table(
+                    columns=["key"], filter=pc.field("run") == run)["key"]
+                found.update((pc.unique(keys).to_numpy() + rid * KEY_SPAN).tolist())
+        return found
+
+    @_built_once
+    def has_dumps(self) -> bool:
+        """Whether any run of the check has records or replica rows (Parquet footers): without
+        them the replica diff finds nothing, and builds none of the facts."""
+        return any(pq.ParquetFile(path).metadata.num_rows
+                   for table in ("records", "replicas") for path in table_paths(self.run_dirs, table))
 
     @_built_once
     def unfinished(self) -> set[str]:

@@ -344,7 +344,8 @@ def test_spark_settles_exactly_the_sequential_keys_and_equals_local(on_spark, na
 def test_the_overlap_prepass_only_skips_keys_the_window_finds_unsettled(on_spark):
     """`settled_rows` = the window's rows, except that keys whose calls overlap among the
     history's first positions are neither sequential nor stepped without the window: each
-    of them the window finds not sequential; every other key's row is the window's."""
+    of them the window finds not sequential; every other key's row is the window's (these
+    cases prove too few keys concurrent for the rest to be searched, FEW_UNPROVEN)."""
     prepass = on_spark[4]
     window, shortcut, concurrent = prepass["window"], prepass["shortcut"], prepass["concurrent"]
     assert set(shortcut) == set(window)
@@ -354,6 +355,37 @@ def test_the_overlap_prepass_only_skips_keys_the_window_finds_unsettled(on_spark
     for k, row in shortcut.items():
         if row != window[k]:
             assert row == (False, False) and not window[k][0], (k, row, window[k])
+
+
+@pytest.mark.spark
+def test_searching_the_few_unproven_keys_equals_settling_them(spark, tmp_path, monkeypatch):
+    """When the sample proves nearly every key concurrent, `settled_rows` sends the rest
+    to the search instead of the window (FEW_UNPROVEN): the same results, counts included,
+    as settling them in the JVM (every case as one check, once each way)."""
+    from checkers.spark import linearizability as spark_linearizability
+    from checkers.spark import sequential
+    from checkers.spark.tables import Tables
+
+    runs = sorted(CASES)
+    dirs = []
+    for run in runs:
+        parquet.write_run(str(tmp_path / run), run, CASES[run][0]().ops, {})
+        dirs.append(str(tmp_path / run))
+    found = {}
+    for share in (0.0, 1.0):
+        monkeypatch.setattr(sequential, "FEW_UNPROVEN", share)
+        tables = Tables(spark, dirs, runs)
+        try:
+            rows = sequential.settled_rows(tables)
+            assert any(row["sequential"] for row in rows) == (share == 0.0)
+            found[share] = spark_linearizability.check_runs(tables, order=(rows, 0.0))
+        finally:
+            tables.release()
+    for run in runs:
+        for result in (found[0.0][run], found[1.0][run]):
+            result.pop("seconds", None)
+            result.pop("time_s", None)
+        assert found[0.0][run] == found[1.0][run], run
 
 
 @pytest.mark.unit
@@ -384,7 +416,7 @@ def test_a_run_whose_every_key_is_proven_concurrent_needs_no_window(spark, tmp_p
     tables = Tables(spark, [str(tmp_path / "c")], ["c"])
     try:
         window = {row["k"]: (row["sequential"], row["stepped"]) for row in settled_keys(tables).collect()}
-        assert overlapping_keys(tables) >= tables.every_key, "the case no longer has every key concurrent"
+        assert overlapping_keys(tables) >= tables.call_keys, "the case no longer has every key concurrent"
         tracker = spark.sparkContext.statusTracker()
         before = set(tracker.getJobIdsForGroup(None))
         rows = settled_rows(tables)
