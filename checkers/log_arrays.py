@@ -58,16 +58,21 @@ class Findings:
 
 
 def merge(parts: list[Findings]) -> Findings:
-    """Findings of ranges given in key order -> the findings of their union."""
+    """Findings of disjoint sets of keys -> the findings of their union. Every kind lists
+    its examples by key first, and a key's examples come from one part, already in order:
+    so the first MAX_EXAMPLES of the union are those of the parts' lists, stably sorted
+    by key."""
     out = Findings()
     for part in parts:
         for kind in ANOMALIES:
             out.counts[kind] += part.counts[kind]
-            if part.examples.get(kind):
-                out.examples[kind] = (out.examples.get(kind, []) + part.examples[kind])[:MAX_EXAMPLES]
         out.undecided += part.undecided
-        out.undecided_keys = (out.undecided_keys + part.undecided_keys)[:MAX_EXAMPLES]
         out.checked = out.checked or part.checked
+    for kind in ANOMALIES:
+        listed = sorted((e for part in parts for e in part.examples.get(kind, [])), key=lambda e: e["key"])
+        if listed:
+            out.examples[kind] = listed[:MAX_EXAMPLES]
+    out.undecided_keys = sorted(k for part in parts for k in part.undecided_keys)[:MAX_EXAMPLES]
     return out
 
 

@@ -10,7 +10,9 @@ spark driver"}`, never absent. A driver module has
   that join the one shared flag job; `job.top()` is its collected answer;
 - optionally `SETTLED = True`: it calls `job.settled()`, so that job starts at once
   beside the others (a check without such a driver, e.g. of transactions only,
-  never runs it).
+  never runs it);
+- optionally `key_work(job) -> KeyWork | None`: a Python kernel for the one key
+  pass (`checkers.spark.key_pass`), whose answers `job.keyed(name)` gives.
 
 Input: Parquet run dirs written by `history.parquet` (each row tagged with its
 run name). The tables of `checkers.spark.tables` are built (their per-key facts
@@ -64,10 +66,15 @@ class SparkJob:
     time_limit: float | None            # linearizability's search limit
     _top: Future = field(default_factory=Future)
     _settled: Future | None = None
+    _keyed: Future = field(default_factory=Future)
 
     def top(self) -> dict:
         """(run, kind) -> (count, first examples) of every driver's flags (checkers.spark.flags.top_flags)."""
         return self._top.result()
+
+    def keyed(self, name: str) -> list:
+        """[(run id, answer)] of checker `name`'s kernel in the key pass, one per run and task."""
+        return self._keyed.result()[name]
 
     def settled(self) -> tuple[list, float]:
         """The rows of `settled_rows` (one per key) and the seconds they took."""
@@ -130,12 +137,14 @@ def _run_drivers(spark, tables, runs, complete, time_limit, active) -> dict[str,
     from checkers.spark.flags import top_flags
     from checkers.spark.sequential import settled_rows
 
-    beside = ThreadPoolExecutor(len(active) + 1, thread_name_prefix="beside")
+    # a thread per driver, the settle job and the key pass: drivers wait on the other two
+    beside = ThreadPoolExecutor(len(active) + 2, thread_name_prefix="beside")
     job = SparkJob(tables, list(runs), dict(complete or {}), time_limit)
     try:
         if any(getattr(driver, "SETTLED", False) for driver in active.values()):
             job._settled = beside.submit(_timed, lambda: settled_rows(tables))
         answers = {name: beside.submit(_stamped, driver.check, job) for name, driver in active.items()}
+        beside.submit(_pass, job, active)
         try:
             flags = [f for driver in active.values() if hasattr(driver, "flags") for f in driver.flags(tables)]
             job._top.set_result(top_flags(flags, runs, MAX_EXAMPLES) if flags else {})
@@ -172,6 +181,19 @@ def _execution_mode(spark, rows: int):
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def _pass(job: SparkJob, active: dict) -> None:
+    """The key pass of every driver with a `key_work` (one Spark job), into job._keyed."""
+    from checkers.spark.key_pass import run_pass
+
+    try:
+        work = {name: driver.key_work(job) for name, driver in active.items()
+                if hasattr(driver, "key_work")}
+        work = {name: w for name, w in work.items() if w is not None}
+        job._keyed.set_result(run_pass(job.tables, work) if work else {})
+    except BaseException as e:
+        job._keyed.set_exception(e)
 
 
 def _timed(work) -> tuple:

@@ -15,6 +15,7 @@ quiet run and every key of the bench's sequential history.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
@@ -25,7 +26,7 @@ import pyarrow.dataset as ds
 
 from history.parquet import SCHEMAS, table_paths
 from checkers.linearizability import check_key, result, time_limit_default
-from checkers.spark.sequential import settled_rows
+from checkers.spark.sequential import search_all, settled_rows
 from checkers.spark.tables import KEY_SPAN, Tables, key_in_run, run_id
 
 SEND, READ, END = 0, 1, 2
@@ -61,17 +62,62 @@ def _key_rows(run_dirs: list[str], runs: list[str], ks: list[int]) -> pa.Table:
     parts = []
     for rid, keys in sorted(by_run.items()):
         where = (pc.field("run") == runs[rid]) & pc.field("key").isin(keys)
-        for table, (kind, columns) in CALL_COLUMNS.items():
+        for table, (_kind, columns) in CALL_COLUMNS.items():
             read = [name for name in columns.values() if name is not None]
             # the store's schema: a column an older table lacks reads as null
-            t = ds.dataset(table_paths([run_dirs[rid]], table)[0], schema=SCHEMAS[table]).to_table(
-                columns=["key", *read], filter=where)
-            parts.append(pa.table({
-                "k": pc.add(t["key"], rid * KEY_SPAN), "kind": pa.array(np.full(t.num_rows, kind, np.int8)),
-                **{out: t[name] if name is not None else pa.nulls(t.num_rows, pa.string())
-                   for out, name in columns.items()}}))
+            parts.append(_as_calls(rid, table, ds.dataset(
+                table_paths([run_dirs[rid]], table)[0], schema=SCHEMAS[table]).to_table(
+                columns=["key", *read], filter=where)))
+    return _by_key(parts)
+
+
+def _as_calls(rid: int, table: str, t: pa.Table) -> pa.Table:
+    """One table's rows as the search's columns (CALL_COLUMNS), with k."""
+    kind, columns = CALL_COLUMNS[table]
+    return pa.table({
+        "k": pc.add(t["key"], rid * KEY_SPAN), "kind": pa.array(np.full(t.num_rows, kind, np.int8)),
+        **{out: t[name] if name is not None else pa.nulls(t.num_rows, pa.string())
+           for out, name in columns.items()}})
+
+
+def _by_key(parts: list[pa.Table]) -> pa.Table:
+    """The call rows grouped by k (a stable sort: each key's rows keep the tables' order)."""
     table = pa.concat_tables(parts)
     return table.take(np.argsort(table.column("k").to_numpy(), kind="stable"))
+
+
+def _search_groups(table: pa.Table, search):
+    """Each key's rows of a table grouped by k -> the search's {k, found} rows."""
+    k = table.column("k").to_numpy()
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(k)) + 1, [len(k)]))
+    for start, stop in zip(starts[:-1], starts[1:]):
+        if stop > start:
+            yield search(table.slice(int(start), int(stop - start))).to_pylist()[0]
+
+
+def _key_search(searched: frozenset, deadline_epoch: float, rid: int, rows: dict) -> list[dict]:
+    """The key pass's kernel: search one run's keys of the task that are in `searched`."""
+    parts = []
+    for table in CALL_COLUMNS:
+        t = rows[table]
+        keys = pc.add(t["key"], rid * KEY_SPAN)
+        parts.append(_as_calls(rid, table, t.filter(pc.is_in(keys, pa.array(sorted(searched), pa.int64())))))
+    table = _by_key(parts)
+    return list(_search_groups(table, _searcher(deadline_epoch))) if table.num_rows else []
+
+
+def key_work(job):
+    """Every key searched in the engine's key pass, when the sample proves nearly every key
+    concurrent (`checkers.spark.sequential.search_all`): the search then shares the log
+    checker's read of the rows. Else None: the window settles keys first, then `_search`."""
+    from checkers.spark.key_pass import KeyWork
+
+    searched = search_all(job.tables)
+    if searched is None:
+        return None
+    limit = time_limit_default() if job.time_limit is None else job.time_limit
+    deadline = time.time() + limit * max(1, len(job.runs))
+    return KeyWork(("sends", "reads", "ends"), functools.partial(_key_search, frozenset(searched), deadline))
 
 
 def _searcher(deadline_epoch: float):
@@ -114,12 +160,7 @@ def _search(tables: Tables, searched: set[int], search) -> list[dict]:
     tasks = max(1, min(len(keys), tables.spark.sparkContext.defaultParallelism))
 
     def search_keys(ks):
-        table = _key_rows(run_dirs, runs, list(ks))
-        k = table.column("k").to_numpy()
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(k)) + 1, [len(k)]))
-        for start, stop in zip(starts[:-1], starts[1:]):
-            if stop > start:
-                yield search(table.slice(int(start), int(stop - start))).to_pylist()[0]
+        return _search_groups(_key_rows(run_dirs, runs, list(ks)), search)
 
     return (tables.spark.sparkContext.parallelize([keys[i::tasks] for i in range(tasks)], tasks)
             .flatMap(search_keys).collect())
@@ -149,14 +190,17 @@ SETTLED = True  # check() uses job.settled() (checkers.spark.engine)
 
 def check(job) -> dict[str, dict]:
     """The linearizability checker's Spark driver (checkers.spark.engine)."""
-    return check_runs(job.tables, job.time_limit, job.settled())
+    searched_in_pass = search_all(job.tables) is not None
+    return check_runs(job.tables, job.time_limit, job.settled(),
+                      job.keyed("linearizability") if searched_in_pass else None)
 
 
 def check_runs(tables: Tables, time_limit: float | None = None,
-               order: tuple[list, float] | None = None) -> dict[str, dict]:
+               order: tuple[list, float] | None = None, passed: list | None = None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables` (before tables.release()).
     order: the rows of `settled_rows` and the seconds they took, if the caller
-    has them (they count in the result's time)."""
+    has them (they count in the result's time). passed: the key pass's answers
+    ([(rid, [{k, found}])]) when it searched the keys, else they are searched here."""
     from checkers.spark.session import ship_package
 
     started = time.monotonic() - (order[1] if order else 0.0)
@@ -168,7 +212,10 @@ def check_runs(tables: Tables, time_limit: float | None = None,
     # unknown (2026-11-28, false-alarms-kafka-membership at load 25) that each run's own check
     # had decided valid.
     search = _searcher(time.time() + limit * max(1, len(tables.runs)))
-    rows = _search(tables, searched, search) if searched else []
+    if passed is not None:
+        rows = [row for _rid, found in passed for row in found]
+    else:
+        rows = _search(tables, searched, search) if searched else []
     found = {row["k"]: json.loads(row["found"]) for row in rows}
     per_run: dict[str, list] = {run: [] for run in tables.runs}
     for k, verdict in found.items():

@@ -173,19 +173,35 @@ def _overlapping(key: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.unique(key[~first & (a <= done_before)])
 
 
+def search_all(tables: Tables) -> set[int] | None:
+    """Every key to search, when the sample proves nearly all concurrent (the harness's own
+    runs: a few keys, all shared by the clients; a history of concurrent clients: 998 of
+    1,000), else None (the window settles the others). Then the few unproven keys are
+    searched too (a sequential key steps through in milliseconds) and the window's job,
+    which needs the triples T and V (~40 JVM CPU-s at 10M ops), is not run. Computed once
+    per `tables` (the range pass asks before it starts, the settle job again)."""
+    concurrent = _concurrent(tables)
+    unproven = tables.call_keys - concurrent if concurrent else None
+    few = unproven is not None and len(unproven) <= FEW_UNPROVEN * len(tables.call_keys)
+    return concurrent | unproven if few else None
+
+
+def _concurrent(tables: Tables) -> set[int]:
+    """`overlapping_keys` of the check, read once per `tables`."""
+    with tables._building:
+        if "_concurrent" not in tables.__dict__:
+            tables.__dict__["_concurrent"] = overlapping_keys(tables)
+        return tables.__dict__["_concurrent"]
+
+
 def settled_rows(tables: Tables) -> list:
     """The collected rows of `settled_keys` for every key: the keys `overlapping_keys`
     proves concurrent are rows of their own (calls 0, neither sequential nor stepped)
     and stay out of the window's job, which does not run when they are every key."""
-    concurrent = overlapping_keys(tables)
-    # Nearly every key proven (the harness's own runs: a few keys, all shared by the
-    # clients; a history of concurrent clients: 998 of 1,000): the few others are
-    # searched too (a sequential key steps through in milliseconds), and the window's
-    # job, which needs the triples T and V (~40 JVM CPU-s at 10M ops), is not run.
-    unproven = tables.call_keys - concurrent if concurrent else None
-    if unproven is not None and len(unproven) <= FEW_UNPROVEN * len(tables.call_keys):
-        return [{"k": k, "calls": 0, "sequential": False, "stepped": False}
-                for k in sorted(concurrent | unproven)]
+    searched = search_all(tables)
+    if searched is not None:
+        return [{"k": k, "calls": 0, "sequential": False, "stepped": False} for k in sorted(searched)]
+    concurrent = _concurrent(tables)
     return settled_keys(tables, concurrent).collect() + [
         {"k": k, "calls": 0, "sequential": False, "stepped": False} for k in sorted(concurrent)]
 

@@ -1,0 +1,89 @@
+"""One pass over the check's keys in Spark tasks: each task reads its keys' rows of every
+run once, with pyarrow, and runs every Python kernel that asked for them.
+
+Why one pass: the log checker's counts (`checkers.log_arrays`) and the linearizability
+search read the same rows (sends, reads, ends); on a 10M-line history each read is ~10
+CPU-s per half of the keys, so two passes paid it twice. Every finding of those checkers
+is per key, so a task that holds every row of its keys answers for them completely, and
+the answers of disjoint sets of keys merge (each kernel says how).
+
+The keys of the check (of every run, `Tables.call_keys`) are dealt round-robin to one
+task per core (`deal`); each task reads its keys' rows filtered from whole tables (they
+are in time order, so every task decodes every row group: more tasks than cores would
+decode them more often). A kernel is a `KeyWork`: the tables it reads and a function
+(run id, {table: pyarrow Table of the task's rows}) -> a small picklable answer, run in
+the Python worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from history.flatten import END_COLUMNS, READ_COLUMNS, SEND_COLUMNS
+from history.parquet import SCHEMAS, table_paths
+
+# Input rows per task below which a check runs in fewer tasks (a test's store: one).
+ROWS_PER_TASK = 1_000_000
+COLUMNS = {"sends": SEND_COLUMNS, "reads": (*READ_COLUMNS, "seq"), "ends": END_COLUMNS}
+
+
+@dataclass(frozen=True)
+class KeyWork:
+    """A kernel of the pass: the tables it reads, and what it does with one run's rows."""
+
+    tables: tuple[str, ...]
+    kernel: Callable  # (rid, {table: pa.Table}) -> answer
+
+
+def deal(keys: list[int], tasks: int) -> list[list[int]]:
+    """Sorted keys dealt round-robin to `tasks` tasks: neighbouring keys, which a generator
+    or a scenario often makes alike (the bench's invalid keys are 0 and 1), go to different
+    cores, and no task gets a slow stretch of keys."""
+    keys = sorted(keys)
+    return [keys[i::tasks] for i in range(min(tasks, len(keys)))]
+
+
+def read_keys(run_dir: str, run: str, keys: list[int], names) -> dict:
+    """{table: the run's rows of these keys} (the store's schema; a reads table without seq,
+    written before it existed, comes without that column)."""
+    where = (pc.field("run") == run) & pc.field("key").isin(keys)
+    out = {}
+    for name in names:
+        table = ds.dataset(table_paths([run_dir], name)[0], schema=SCHEMAS[name]).to_table(
+            columns=list(COLUMNS[name]), filter=where)
+        if name == "reads" and table.num_rows and table.column("seq").null_count == table.num_rows:
+            table = table.drop_columns(["seq"])
+        out[name] = table
+    return out
+
+
+def run_pass(tables, work: dict[str, KeyWork]) -> dict[str, list]:
+    """name -> [(rid, answer)] of every run and task (disjoint sets of keys): one Spark job."""
+    from checkers.spark.session import ship_package
+
+    from checkers.spark.tables import key_in_run
+
+    run_dirs, runs = list(tables.run_dirs), list(tables.runs)
+    out: dict[str, list] = {name: [] for name in work}
+    keys = {key_in_run(k) for k in tables.call_keys}
+    if not keys:
+        return out
+    context = tables.spark.sparkContext
+    dealt = deal(list(keys), max(1, min(context.defaultParallelism, -(-tables.rows // ROWS_PER_TASK))))
+    names = sorted({t for w in work.values() for t in w.tables})
+    ship_package(context)
+
+    def task(ks):
+        answers = []
+        for rid, (run_dir, run) in enumerate(zip(run_dirs, runs)):
+            rows = read_keys(run_dir, run, ks, names)
+            answers += [(name, rid, w.kernel(rid, rows)) for name, w in work.items()]
+        return answers
+
+    for name, rid, answer in context.parallelize(dealt, len(dealt)).flatMap(task).collect():
+        out[name].append((rid, answer))
+    return out
