@@ -7,7 +7,7 @@ CPU-s per half of the keys, so two passes paid it twice. Every finding of those 
 is per key, so a task that holds every row of its keys answers for them completely, and
 the answers of disjoint sets of keys merge (each kernel says how).
 
-The keys of the check (of every run, `Tables.call_keys`) are dealt round-robin to one
+The keys of the tables the kernels read (of every run, `Tables.keys_in`) are dealt round-robin to one
 task per core (`deal`); each task reads its keys' rows filtered from whole tables (they
 are in time order, so every task decodes every row group: more tasks than cores would
 decode them more often). A kernel is a `KeyWork`: the tables it reads and a function
@@ -23,12 +23,13 @@ from typing import Callable
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from history.flatten import END_COLUMNS, READ_COLUMNS, SEND_COLUMNS
+from history.flatten import END_COLUMNS, READ_COLUMNS, RECORD_COLUMNS, REPLICA_COLUMNS, SEND_COLUMNS
 from history.parquet import SCHEMAS, table_paths
 
 # Input rows per task below which a check runs in fewer tasks (a test's store: one).
 ROWS_PER_TASK = 1_000_000
-COLUMNS = {"sends": SEND_COLUMNS, "reads": (*READ_COLUMNS, "seq"), "ends": END_COLUMNS}
+COLUMNS = {"sends": SEND_COLUMNS, "reads": (*READ_COLUMNS, "seq"), "ends": END_COLUMNS,
+           "records": RECORD_COLUMNS, "replicas": REPLICA_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,12 @@ def run_pass(tables, work: dict[str, KeyWork]) -> dict[str, list]:
 
     run_dirs, runs = list(tables.run_dirs), list(tables.runs)
     out: dict[str, list] = {name: [] for name in work}
-    keys = {key_in_run(k) for k in tables.call_keys}
+    names = sorted({t for w in work.values() for t in w.tables})
+    keys = {key_in_run(k) for k in tables.keys_in(names)}
     if not keys:
         return out
     context = tables.spark.sparkContext
     dealt = deal(list(keys), max(1, min(context.defaultParallelism, -(-tables.rows // ROWS_PER_TASK))))
-    names = sorted({t for w in work.values() for t in w.tables})
     ship_package(context)
 
     def task(ks):

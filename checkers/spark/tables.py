@@ -168,13 +168,25 @@ class Tables:
         drivers need no triples T (the log checker and the search run in Python tasks, and
         without dumps the replica diff has nothing to do) then never builds them (~40 JVM
         CPU-s at 10M ops)."""
+        return self.keys_in(("sends", "reads", "ends"))
+
+    def keys_in(self, names) -> set[int]:
+        """k of every key of these tables (pyarrow, each table's keys read once per check)."""
         found = set()
-        for rid, (run_dir, run) in enumerate(zip(self.run_dirs, self.runs)):
-            for table in ("sends", "reads", "ends"):
-                keys = ds.dataset(table_paths([run_dir], table)[0], schema=SCHEMAS[table]).to_table(
-                    columns=["key"], filter=pc.field("run") == run)["key"]
-                found.update((pc.unique(keys).to_numpy() + rid * KEY_SPAN).tolist())
+        for name in names:
+            found |= self._table_keys(name)
         return found
+
+    def _table_keys(self, name: str) -> set[int]:
+        with self._building:
+            cache = self.__dict__.setdefault("_keys_of", {})
+            if name not in cache:
+                cache[name] = set()
+                for rid, (run_dir, run) in enumerate(zip(self.run_dirs, self.runs)):
+                    keys = ds.dataset(table_paths([run_dir], name)[0], schema=SCHEMAS[name]).to_table(
+                        columns=["key"], filter=pc.field("run") == run)["key"]
+                    cache[name].update((pc.unique(keys).to_numpy() + rid * KEY_SPAN).tolist())
+            return cache[name]
 
     @_built_once
     def has_dumps(self) -> bool:
