@@ -4,7 +4,8 @@ The history shows what clients saw; the dumps show what the replicas hold.
 This checker catches what clients could not see: replicas that disagree
 about committed data, holes in committed ranges, and acknowledged writes that
 no replica kept. In-process kernel over the flat rows of `history.flatten`;
-`checkers.spark.replica_diff` computes identical results with DataFrame jobs.
+`checkers.spark.replica_diff` computes identical results with DataFrame jobs, and
+`checkers.replica_arrays` the same counts over column arrays (`findings_flat`).
 
 Per replica r of key k: hw(r), log_start(r), and its records (offset, epoch,
 value). A record at offset o is *committed on r* when o < hw(r): r has told
@@ -105,6 +106,15 @@ def check(dumps: dict[str, dict], ops: Iterable[dict], missing_nodes: Iterable[s
 
 def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
                complete: bool = True, final_reads: bool = True) -> dict:
+    findings, has_dumps, (total, listed) = findings_flat(records, replicas, sends)
+    result = summarize(findings, has_dumps=has_dumps, complete=complete, final_reads=final_reads)
+    return with_differences(result, total, listed)
+
+
+def findings_flat(records: list[tuple], replicas: list[tuple],
+                  sends: list[tuple]) -> tuple[dict, bool, tuple[int, list[dict]]]:
+    """-> ({kind: (count, sorted examples)}, whether a final replica was dumped,
+    `differences`), before `summarize`: what `checkers.replica_arrays` compares its counts with."""
     committed = _committed_copies(records, replicas)
     findings = {
         "divergence": _divergence(committed, sends),
@@ -112,9 +122,8 @@ def check_flat(records: list[tuple], replicas: list[tuple], sends: list[tuple],
         "missing-committed": _missing_committed(records, replicas),
         "lost-acknowledged": _lost_acknowledged(records, replicas, sends),
     }
-    result = summarize(findings, has_dumps=any(not is_past(r[0]) for r in replicas), complete=complete,
-                       final_reads=final_reads)
-    return with_differences(result, *differences(records, replicas))
+    has_dumps = any(not is_past(r[0]) for r in replicas)
+    return findings, has_dumps, differences(records, replicas)
 
 
 def with_differences(result: dict, total: int, listed: list[dict]) -> dict:
