@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers import replica_diff as kernel
-from checkers.log_arrays import Disagreement, _ids, _ints, _order, _rows, _starts
+from checkers.log_arrays import Disagreement, _ids, _ints, _key_index, _order, _rows, _starts
 from checkers.replica_diff import ANOMALIES, MAX_DIFFERENCES, MAX_EXAMPLES
 from harness.run_store import PAST_MARK
 from history.flatten import RECORD_COLUMNS, REPLICA_COLUMNS, SEND_COLUMNS
@@ -62,16 +62,21 @@ class Findings:
 
 
 def merge(parts: list[Findings]) -> Findings:
-    """Findings of ranges given in key order -> the findings of their union."""
+    """Findings of disjoint sets of keys -> the findings of their union. Examples and
+    differences are listed by key first, and a key's come from one part, already in
+    order: so the union's first ones are the parts' lists, stably sorted by key."""
     out = Findings()
     for part in parts:
         for kind in ANOMALIES:
             out.counts[kind] += part.counts[kind]
-            if part.examples.get(kind):
-                out.examples[kind] = (out.examples.get(kind, []) + part.examples[kind])[:MAX_EXAMPLES]
         out.has_dumps = out.has_dumps or part.has_dumps
-        out.differences = (out.differences + part.differences)[:MAX_DIFFERENCES]
         out.differences_total += part.differences_total
+    for kind in ANOMALIES:
+        listed = sorted((e for part in parts for e in part.examples.get(kind, [])), key=lambda e: e["key"])
+        if listed:
+            out.examples[kind] = listed[:MAX_EXAMPLES]
+    out.differences = sorted((e for part in parts for e in part.differences),
+                             key=lambda e: e["key"])[:MAX_DIFFERENCES]
     return out
 
 
@@ -177,9 +182,8 @@ class _Arrays:
         r_key, _ = _ints(records, "key")
         p_key, _ = _ints(replicas, "key")
         s_key, _ = _ints(sends, "key")
-        self.keys = np.unique(np.concatenate([np.unique(r_key), np.unique(p_key), np.unique(s_key)]))
+        self.keys, (self.r_k, self.p_k, self.s_k) = _key_index(r_key, p_key, s_key)
         self.nk = len(self.keys)
-        self.r_k, self.p_k, self.s_k = (np.searchsorted(self.keys, x) for x in (r_key, p_key, s_key))
         self.r_n, self.p_n = _ids(records.column("node"), replicas.column("node"))
         self.r_past = _bools(pc.match_substring(records.column("node"), PAST_MARK))
         self.p_past = _bools(pc.match_substring(replicas.column("node"), PAST_MARK))

@@ -6,23 +6,15 @@ name); a checker without one comes back `{"valid": "unknown", "note": "no
 spark driver"}`, never absent. A driver module has
 
 - `check(job: SparkJob) -> {run: result}`, called in its own thread, and
-- optionally `flags(tables) -> [DataFrame]`: flag rows (checkers.spark.flags)
-  that join the one shared flag job; `job.top()` is its collected answer;
-- optionally `SETTLED = True`: it calls `job.settled()`, so that job starts at once
-  beside the others (a check without such a driver, e.g. of transactions only,
-  never runs it);
 - optionally `key_work(job) -> KeyWork | None`: a Python kernel for the one key
   pass (`checkers.spark.key_pass`), whose answers `job.keyed(name)` gives.
 
 Input: Parquet run dirs written by `history.parquet` (each row tagged with its
-run name). The tables of `checkers.spark.tables` are built (their per-key facts
-cached) once and shared by the drivers; every driver's flags are collected by
-one job; beside it, the window over each key's calls in time order
-(`checkers.spark.sequential.settled_rows`, `job.settled()`) runs once for the
-drivers that use it (linearizability settles keys with it). The log checker and
-the linearizability search run as Python tasks that read their keys' rows themselves.
-Spark interleaves the jobs' tasks, so the cores stay busy while one job's driver side
-plans or collects, and the Python workers work while the JVM does.
+run name). Per-key checkers (log, replica diff, linearizability) are kernels of
+the one key pass: one Spark task per core reads its keys' rows of every run once
+with pyarrow and runs them all in its Python worker. Others (transactions) build
+DataFrame jobs on the shared `checkers.spark.tables.Tables`; Spark interleaves the
+jobs' tasks, so the cores stay busy while one driver plans or collects.
 """
 
 from __future__ import annotations
@@ -64,25 +56,11 @@ class SparkJob:
     runs: list[str]
     complete: dict[str, bool]           # run -> every data node left a readable dump
     time_limit: float | None            # linearizability's search limit
-    _top: Future = field(default_factory=Future)
-    _settled: Future | None = None
     _keyed: Future = field(default_factory=Future)
-
-    def top(self) -> dict:
-        """(run, kind) -> (count, first examples) of every driver's flags (checkers.spark.flags.top_flags)."""
-        return self._top.result()
 
     def keyed(self, name: str) -> list:
         """[(run id, answer)] of checker `name`'s kernel in the key pass, one per run and task."""
         return self._keyed.result()[name]
-
-    def settled(self) -> tuple[list, float]:
-        """The rows of `settled_rows` (one per key) and the seconds they took."""
-        if self._settled is None:  # no driver declared SETTLED: compute it on demand
-            from checkers.spark.sequential import settled_rows
-
-            return _timed(lambda: settled_rows(self.tables))
-        return self._settled.result()
 
 
 def drivers(names: set[str] | None = None) -> dict[str, object]:
@@ -133,24 +111,11 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
 
 def _run_drivers(spark, tables, runs, complete, time_limit, active) -> dict[str, tuple]:
     """{checker name: (the monotonic second its driver ended, its answer)}; releases `tables`."""
-    from checkers.log_anomalies import MAX_EXAMPLES
-    from checkers.spark.flags import top_flags
-    from checkers.spark.sequential import settled_rows
-
-    # a thread per driver, the settle job and the key pass: drivers wait on the other two
-    beside = ThreadPoolExecutor(len(active) + 2, thread_name_prefix="beside")
+    beside = ThreadPoolExecutor(len(active), thread_name_prefix="beside")
     job = SparkJob(tables, list(runs), dict(complete or {}), time_limit)
     try:
-        if any(getattr(driver, "SETTLED", False) for driver in active.values()):
-            job._settled = beside.submit(_timed, lambda: settled_rows(tables))
         answers = {name: beside.submit(_stamped, driver.check, job) for name, driver in active.items()}
-        beside.submit(_pass, job, active)
-        try:
-            flags = [f for driver in active.values() if hasattr(driver, "flags") for f in driver.flags(tables)]
-            job._top.set_result(top_flags(flags, runs, MAX_EXAMPLES) if flags else {})
-        except BaseException as e:
-            job._top.set_exception(e)
-            raise
+        _pass(job, active)
         return {name: answer.result() for name, answer in answers.items()}
     except BaseException:  # Ctrl-C or a failed job: stop the jobs of the other threads too
         spark.sparkContext.cancelAllJobs()
@@ -184,7 +149,8 @@ def _execution_mode(spark, rows: int):
 
 
 def _pass(job: SparkJob, active: dict) -> None:
-    """The key pass of every driver with a `key_work` (one Spark job), into job._keyed."""
+    """The key pass of every driver with a `key_work` (one Spark job), into job._keyed
+    (an exception too, so that no driver waits for it forever)."""
     from checkers.spark.key_pass import run_pass
 
     try:
@@ -194,13 +160,7 @@ def _pass(job: SparkJob, active: dict) -> None:
         job._keyed.set_result(run_pass(job.tables, work) if work else {})
     except BaseException as e:
         job._keyed.set_exception(e)
-
-
-def _timed(work) -> tuple:
-    """(its answer, the seconds `work` took)."""
-    started = time.monotonic()
-    answer = work()
-    return answer, time.monotonic() - started
+        raise
 
 
 def _stamped(work, *args):

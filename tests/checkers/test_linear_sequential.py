@@ -1,18 +1,16 @@
 """The real-time-order shortcut of the linearizability check gives exactly the search's result.
 
 A key whose calls are all definite and never overlap is stepped through once
-(`checkers.linear.wgl`, in Python) or decided with column expressions
-(`checkers.spark.sequential`, on Spark) instead of searched. Each case below
-breaks one rule of the shortcut (or none); the result must equal the plain
-search's (verdict, counts, counterexample), the shortcut must be taken exactly
-where the case says, and the Spark check must equal the local one.
+(`checkers.linear.wgl`) instead of searched. Each case below breaks one rule of the
+shortcut (or none); the result must equal the plain search's (verdict, counts,
+counterexample), the shortcut must be taken exactly where the case says, and the
+Spark check must equal the local one.
 """
 
 from __future__ import annotations
 
 import copy
 
-import numpy as np
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -258,171 +256,26 @@ def test_the_shortcut_equals_the_search_on_simulated_registers(ops, data):
 
 @pytest.fixture(scope="module")
 def on_spark(spark, tmp_path_factory):
-    """Every case as one run of one Spark check: settled keys, linearizability results,
-    stepped and all keys, and the overlap pre-pass's view (checkers.spark.sequential)."""
-    from checkers.spark import linearizability as spark_linearizability
-    from checkers.spark.sequential import overlapping_keys, settled_keys, settled_rows
-    from checkers.spark.tables import Tables, key_in_run, run_id, run_of
-    from pyspark.sql import functions as F
+    """Every case as one run of one Spark check of linearizability (every key searched in
+    the engine's key pass)."""
+    from checkers.spark.engine import check_runs
 
     root = tmp_path_factory.mktemp("sequential")
     runs = sorted(CASES)
-    dirs = []
     for run in runs:
         parquet.write_run(str(root / run), run, CASES[run][0]().ops, {})
-        dirs.append(str(root / run))
-    tables = Tables(spark, dirs, runs)
-    try:
-        settled, stepped, every = ({run: set() for run in runs} for _ in range(3))
-        for row in (settled_keys(tables).select(run_of(F.col("k")).alias("rid"), "k",
-                                                "sequential", "stepped").collect()):
-            run, key = runs[row["rid"]], key_in_run(row["k"])
-            every[run].add(key)
-            if row["sequential"]:
-                settled[run].add(key)
-            if row["stepped"]:
-                stepped[run].add(key)
-        found = spark_linearizability.check_runs(tables)
-        window = {row["k"]: (row["sequential"], row["stepped"]) for row in settled_keys(tables).collect()}
-        shortcut = {row["k"]: (row["sequential"], row["stepped"]) for row in settled_rows(tables)}
-        concurrent = {run: set() for run in runs}
-        for k in overlapping_keys(tables):
-            concurrent[runs[run_id(k)]].add(key_in_run(k))
-        prepass = dict(window=window, shortcut=shortcut, concurrent=concurrent,
-                       none_early=overlapping_keys(tables, positions=0))
-    finally:
-        tables.release()
-    return settled, found, stepped, every, prepass
-
-
-def _unstepped_keys(ops: list[dict]) -> set:
-    """Keys with an acknowledged send invoked before an earlier one completed, or at an
-    offset not above every earlier one (earlier: by invocation), or with an indefinite send
-    whose value a read shows (it may have landed anywhere, issue 29)."""
-    sends, reads, _stats = flatten(ops)
-    read_values = {(key, value) for key, _offset, value, *_rest in reads}
-    appends: dict[int, list] = {}
-    out = set()
-    for key, value, offset, kind, _process, invoke, complete in sends:
-        if kind == "ok" and offset is not None:
-            appends.setdefault(key, []).append((invoke, complete, offset))
-        elif kind != "fail" and (key, value) in read_values:
-            out.add(key)
-    for key, calls in appends.items():
-        calls.sort()
-        for i, (invoke, _complete, offset) in enumerate(calls[1:], 1):
-            if (invoke <= max(c for _i, c, _o in calls[:i])
-                    or offset <= max(o for _i, _c, o in calls[:i])):
-                out.add(key)
-    return out
-
-
-@pytest.mark.spark
-def test_spark_finds_the_keys_whose_sends_cannot_be_out_of_order(on_spark):
-    _settled, _found, stepped, every, _prepass = on_spark
-    unstepped = {name: _unstepped_keys(CASES[name][0]().ops) for name in CASES}
-    assert unstepped["concurrent"] and unstepped["appends-out-of-order"]
-    assert not unstepped["sequential"] and stepped["sequential"]
-    for name in CASES:
-        assert stepped[name] == every[name] - unstepped[name], name
+    found = check_runs([str(root / run) for run in runs], runs, spark=spark, names={"linearizability"})
+    return {run: found[run]["linearizability"] for run in runs}
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_spark_settles_exactly_the_sequential_keys_and_equals_local(on_spark, name):
-    settled, found, _stepped, _every, _prepass = on_spark
-    make, valid, _in_python, shortcut = CASES[name]
-    assert settled[name] == shortcut
+def test_spark_equals_local(on_spark, name):
+    make, valid, _in_python, _shortcut = CASES[name]
     flat = flatten(make().ops)
     local = linearizability.check_flat(flat[0], flat[1], flat.ends)
-    assert (same_verdicts({"linearizability": found[name]})
+    assert (same_verdicts({"linearizability": on_spark[name]})
             == same_verdicts({"linearizability": local}))
-    assert found[name]["valid"] is valid
-
-
-@pytest.mark.spark
-def test_the_overlap_prepass_only_skips_keys_the_window_finds_unsettled(on_spark):
-    """`settled_rows` = the window's rows, except that keys whose calls overlap among the
-    history's first positions are neither sequential nor stepped without the window: each
-    of them the window finds not sequential; every other key's row is the window's (these
-    cases prove too few keys concurrent for the rest to be searched, FEW_UNPROVEN)."""
-    prepass = on_spark[4]
-    window, shortcut, concurrent = prepass["window"], prepass["shortcut"], prepass["concurrent"]
-    assert set(shortcut) == set(window)
-    assert concurrent["concurrent"], "the concurrent case's overlapping calls were not found"
-    assert not concurrent["sequential"]
-    assert prepass["none_early"] == set()
-    for k, row in shortcut.items():
-        if row != window[k]:
-            assert row == (False, False) and not window[k][0], (k, row, window[k])
-
-
-@pytest.mark.spark
-def test_searching_the_few_unproven_keys_equals_settling_them(spark, tmp_path, monkeypatch):
-    """When the sample proves nearly every key concurrent, `settled_rows` sends the rest
-    to the search instead of the window (FEW_UNPROVEN): the same results, counts included,
-    as settling them in the JVM (every case as one check, once each way)."""
-    from checkers.spark import linearizability as spark_linearizability
-    from checkers.spark import sequential
-    from checkers.spark.tables import Tables
-
-    runs = sorted(CASES)
-    dirs = []
-    for run in runs:
-        parquet.write_run(str(tmp_path / run), run, CASES[run][0]().ops, {})
-        dirs.append(str(tmp_path / run))
-    found = {}
-    for share in (0.0, 1.0):
-        monkeypatch.setattr(sequential, "FEW_UNPROVEN", share)
-        tables = Tables(spark, dirs, runs)
-        try:
-            rows = sequential.settled_rows(tables)
-            assert any(row["sequential"] for row in rows) == (share == 0.0)
-            found[share] = spark_linearizability.check_runs(tables, order=(rows, 0.0))
-        finally:
-            tables.release()
-    for run in runs:
-        for result in (found[0.0][run], found[1.0][run]):
-            result.pop("seconds", None)
-            result.pop("time_s", None)
-        assert found[0.0][run] == found[1.0][run], run
-
-
-@pytest.mark.unit
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30), st.integers(0, 8)), max_size=25))
-def test_overlapping_keys_are_those_with_two_calls_that_overlap(calls):
-    """`_overlapping` against its definition: a key with two calls i, j where j was invoked
-    while i was open (a_i <= a_j <= b_i)."""
-    from checkers.spark.sequential import _overlapping
-
-    key = np.array([c[0] for c in calls], dtype=np.int64)
-    a = np.array([c[1] for c in calls], dtype=np.int64)
-    b = a + np.array([c[2] for c in calls], dtype=np.int64)
-    expected = {key[i] for i in range(len(calls)) for j in range(len(calls))
-                if i != j and key[i] == key[j] and a[i] <= a[j] <= b[i]}
-    assert set(_overlapping(key, a, b).tolist()) == expected
-
-
-@pytest.mark.spark
-def test_a_run_whose_every_key_is_proven_concurrent_needs_no_window(spark, tmp_path):
-    """The concurrent case alone: the sample proves each of its keys concurrent, so
-    `settled_rows` gives their rows without the window's job, and they are the rows the
-    window would give but for the shortcut (none sequential; stepped only shortcut away)."""
-    from checkers.spark.sequential import overlapping_keys, settled_keys, settled_rows
-    from checkers.spark.tables import Tables
-
-    parquet.write_run(str(tmp_path / "c"), "c", CASES["concurrent"][0]().ops, {})
-    tables = Tables(spark, [str(tmp_path / "c")], ["c"])
-    try:
-        window = {row["k"]: (row["sequential"], row["stepped"]) for row in settled_keys(tables).collect()}
-        assert overlapping_keys(tables) >= tables.call_keys, "the case no longer has every key concurrent"
-        tracker = spark.sparkContext.statusTracker()
-        before = set(tracker.getJobIdsForGroup(None))
-        rows = settled_rows(tables)
-        assert set(tracker.getJobIdsForGroup(None)) == before, "a Spark job ran"
-    finally:
-        tables.release()
-    shortcut = {row["k"]: (row["sequential"], row["stepped"]) for row in rows}
-    assert set(shortcut) == set(window) and window
-    assert all(row == (False, False) and not window[k][0] for k, row in shortcut.items())
+    for count in ("keys", "calls", "configs"):
+        assert on_spark[name][count] == local[count], count
+    assert on_spark[name]["valid"] is valid

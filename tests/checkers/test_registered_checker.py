@@ -28,7 +28,8 @@ def check(job) -> dict:
 
     from checkers.spark.tables import run_of
 
-    rows = job.tables.acks().groupBy(run_of(F.col("k")).alias("rid")).count().collect()
+    acks = job.tables.raw("sends").where((F.col("type") == "ok") & F.col("offset").isNotNull())
+    rows = acks.groupBy(run_of(F.col("k")).alias("rid")).count().collect()
     acked = {run: 0 for run in job.runs}
     for row in rows:
         acked[job.runs[row["rid"]]] = row["count"]
