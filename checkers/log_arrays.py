@@ -1,10 +1,10 @@
-"""The log checker's counts over column arrays: what each Spark task runs on its key range.
+"""The log checker's counts over column arrays: what each Spark task runs on its keys.
 
 Why: on a 10M-op history the log checker's facts cost Spark a hash aggregation of every
 input row and several windows (tens of JVM CPU-s, docs/performance.md); over numpy
-arrays of one key range's rows they are a few sorts of packed 64-bit integers. Every
-anomaly is per key, so a range's answer is complete for its keys, and ranges in key
-order merge by adding counts and concatenating examples (`merge`).
+arrays of one task's rows they are a few sorts of packed 64-bit integers. Every anomaly
+is per key, so a task's answer is complete for its keys, and the answers of disjoint
+keys merge by adding counts and sorting examples by key (`merge`).
 
 How it stays equal to `checkers.log_anomalies` (the in-process kernel): only the counts
 per key are computed here, each kind by the definition in that module's docstring. The
@@ -41,7 +41,7 @@ class Disagreement(AssertionError):
 
 @dataclass
 class Findings:
-    """One key range's answer: per kind the count and its first examples (the kernel's
+    """One set of keys' answer: per kind the count and its first examples (the kernel's
     order), the keys of its first undecided-unseen sends (with repeats, in order), and
     whether anything was checked (an acknowledged send or a read)."""
 
@@ -217,7 +217,7 @@ def _starts(*sorted_columns: np.ndarray) -> np.ndarray:
 
 
 class _Arrays:
-    """The run's rows as numpy arrays, keys as their index among the range's sorted keys."""
+    """The run's rows as numpy arrays, keys as their index among its sorted keys."""
 
     def __init__(self, sends: pa.Table, reads: pa.Table, ends: pa.Table) -> None:
         s_key, _ = _ints(sends, "key")

@@ -1,11 +1,11 @@
-"""The replica diff's counts over column arrays: what each Spark task runs on its key range.
+"""The replica diff's counts over column arrays: what each Spark task runs on its keys.
 
 Why: the replica diff reads every record of every replica (14.7M rows for a 10M-op run),
-which its DataFrame jobs group and join in the JVM; over numpy arrays of one key range's
-rows each fact is a sort of packed 64-bit integers and a bincount per key (the pattern of
-`checkers.log_arrays`). Every finding, and every `differences` entry, is
-per key, so a range's answer is complete for its keys, and ranges in key order merge by
-adding counts and concatenating examples (`merge`).
+which DataFrame jobs grouped and joined in the JVM (~40 JVM CPU-s); over numpy arrays of
+one task's rows each fact is a sort of packed 64-bit integers and a bincount per key (the
+pattern of `checkers.log_arrays`). Every finding, and every `differences` entry, is per
+key, so a task's answer is complete for its keys, and the answers of disjoint keys merge
+by adding counts and sorting examples by key (`merge`).
 
 How it stays equal to `checkers.replica_diff` (the in-process kernel): only the counts
 per key are computed here, each kind by the definition in that module's docstring, and
@@ -44,7 +44,7 @@ __all__ = ["Disagreement", "Findings", "merge", "check_tables", "findings"]
 
 @dataclass
 class Findings:
-    """One key range's answer: per kind the count and its first examples (the kernel's
+    """One set of keys' answer: per kind the count and its first examples (the kernel's
     order), whether a final replica was dumped, and the first `differences` entries with
     how many there are."""
 
@@ -176,7 +176,7 @@ def _varied(k: np.ndarray, o: np.ndarray, *rest: np.ndarray) -> np.ndarray:
 
 
 class _Arrays:
-    """The run's rows as numpy arrays, keys as their index among the range's sorted keys."""
+    """The run's rows as numpy arrays, keys as their index among its sorted keys."""
 
     def __init__(self, records: pa.Table, replicas: pa.Table, sends: pa.Table) -> None:
         r_key, _ = _ints(records, "key")

@@ -4,8 +4,9 @@ The history shows what clients saw; the dumps show what the replicas hold.
 This checker catches what clients could not see: replicas that disagree
 about committed data, holes in committed ranges, and acknowledged writes that
 no replica kept. In-process kernel over the flat rows of `history.flatten`;
-`checkers.spark.replica_diff` computes identical results with DataFrame jobs, and
-`checkers.replica_arrays` the same counts over column arrays (`findings_flat`).
+`checkers.replica_arrays` computes the same counts over column arrays and takes its
+examples from this kernel (`findings_flat`): the Spark engine's tasks run it per key
+(`checkers.spark.replica_diff`); tests hold the two to identical output.
 
 Per replica r of key k: hw(r), log_start(r), and its records (offset, epoch,
 value). A record at offset o is *committed on r* when o < hw(r): r has told

@@ -1,7 +1,7 @@
 """Flatten a history and replica dumps into narrow tables, the input of both drivers.
 
-Why: the anomaly kernel runs twice, as plain Python (small runs) and as Spark
-DataFrame jobs (big runs and campaigns). Both read the same flat rows, so the
+Why: the anomaly kernel runs twice, as plain Python (small runs) and over column arrays
+in Spark's tasks (big runs and campaigns). Both read the same flat rows, so the
 per-op bookkeeping that is inherently sequential (pairing an invocation with
 its completion, numbering a consumer's sessions) happens once, here, in one
 streaming pass, and the two drivers only have to agree on set and window logic.
