@@ -1,15 +1,13 @@
 """The array kernel of the log checker (`checkers.log_arrays`, the Spark tasks' kernel)
-gives the in-process kernel's result on every hand-made history, with text values, on
-injected synthetic runs, and split into key ranges that are merged back."""
+gives the in-process kernel's result on every hand-made history, with text values, and on
+random colliding rows, whole and split by key into parts that are merged back (injected
+synthetic runs: test_arrays_synthetic)."""
 
-import pyarrow.parquet as pq
 import pytest
 
-from bench.engines import synthetic
 from checkers import log_anomalies, log_arrays
 from history import parquet
-from history.flatten import flatten
-from tests.checkers import log_histories
+from tests.checkers import arrays_cases, log_histories
 from tests.checkers.test_spark_log import textual
 
 pytestmark = pytest.mark.unit
@@ -18,14 +16,10 @@ HISTORIES = {"clean": log_histories.clean, **log_histories.ANOMALOUS,
              **{name: make for name, (make, _) in log_histories.CONSUMER.items()}}
 
 
-def tables(run_dir):
-    return [pq.read_table(f"{run_dir}/{t}.parquet") for t in ("sends", "reads", "ends")]
-
-
 def stored(tmp_path, name, ops):
     out = tmp_path / name
     parquet.write_run(str(out), name, ops, {})
-    return tables(out)
+    return arrays_cases.read(str(out), TABLES)
 
 
 @pytest.mark.parametrize("name", sorted(HISTORIES))
@@ -42,25 +36,7 @@ def test_without_seq_every_stream_is_walked(tmp_path):
     assert log_arrays.check_tables(sends, reads.drop_columns(["seq"]), ends) == log_anomalies.check(ops)
 
 
-@pytest.mark.parametrize("seed", [3, 5, 8])
-def test_injected_synthetic_runs(tmp_path, seed):
-    synthetic.generate(str(tmp_path / "s"), ops=6000, keys=14, inject=1, seed=seed, chunk_ops=2500)
-    sends, reads, _records, _replicas, ends = synthetic.load_flat(str(tmp_path / "s"))
-    expected = log_anomalies.check_flat(sends, reads, ends)
-    assert log_arrays.check_tables(*tables(tmp_path / "s")) == expected
-    assert any(expected["counts"].values())
-
-
-def test_key_ranges_merge_to_the_whole(tmp_path):
-    synthetic.generate(str(tmp_path / "s"), ops=6000, keys=14, inject=1, seed=3, chunk_ops=2500)
-    sends, reads, ends = tables(tmp_path / "s")
-    whole = log_arrays.findings(sends, reads, ends)
-    parts = []
-    for part in range(3):  # keys dealt round-robin, as the range pass deals them
-        def of(t):
-            return t.filter(t["key"].to_numpy() % 3 == part)
-        parts.append(log_arrays.findings(of(sends), of(reads), of(ends)))
-    assert log_arrays.merge(parts).result() == whole.result()
+TABLES = ("sends", "reads", "ends")
 
 
 def random_rows(rng):

@@ -1,21 +1,19 @@
 """The array kernel of the replica diff (`checkers.replica_arrays`, the Spark tasks' kernel)
 gives the in-process kernel's result on every hand-made history with every dump variant,
-with text values, on injected synthetic runs, on random colliding rows, and split into
-keys dealt to parts that are merged back."""
+with text values, and on random colliding rows, also split into parts that are merged
+back (injected synthetic runs: test_arrays_synthetic)."""
 
 import json
 import random
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from bench.engines import synthetic
 from checkers import replica_arrays, replica_diff
 from harness.run_store import PAST_MARK
 from history import parquet
 from history.flatten import RECORD_COLUMNS, REPLICA_COLUMNS, SEND_COLUMNS, flatten
-from tests.checkers import log_dumps, log_histories
+from tests.checkers import arrays_cases, log_dumps, log_histories
 from tests.checkers.test_spark_log import textual
 
 pytestmark = pytest.mark.unit
@@ -25,10 +23,6 @@ HISTORIES = {"clean": log_histories.clean, **log_histories.ANOMALOUS,
 DUMPS = {"none": dict, **{f.__name__: f for f in (
     log_dumps.agreeing, log_dumps.divergent, log_dumps.epoch_only, log_dumps.missing_committed,
     log_dumps.lost_acknowledged, log_dumps.overwritten)}}
-
-
-def tables(run_dir):
-    return [pq.read_table(f"{run_dir}/{t}.parquet") for t in ("records", "replicas", "sends")]
 
 
 @pytest.mark.parametrize("history", sorted(HISTORIES))
@@ -41,7 +35,7 @@ def test_every_history_and_dump_as_the_kernel_finds_it(tmp_path, history, dumps,
     parquet.write_run(str(tmp_path), "r", ops, dump)
     flat = flatten(ops)
     final_reads = replica_diff.final_reads_complete(flat[0], flat.ends)
-    assert (replica_arrays.check_tables(*tables(tmp_path), final_reads=final_reads)
+    assert (replica_arrays.check_tables(*arrays_cases.read(str(tmp_path), TABLES), final_reads=final_reads)
             == replica_diff.check(dump, ops))
 
 
@@ -52,28 +46,7 @@ def test_the_hand_made_cases_show_every_kind():
     assert seen == set(replica_diff.ANOMALIES)
 
 
-@pytest.mark.parametrize("seed", [3, 5, 8])
-def test_injected_synthetic_runs(tmp_path, seed):
-    synthetic.generate(str(tmp_path / "s"), ops=6000, keys=14, inject=1, seed=seed, chunk_ops=2500)
-    sends, _reads, records, replicas, _ends = synthetic.load_flat(str(tmp_path / "s"))
-    expected = replica_diff.check_flat(records, replicas, sends)
-    assert replica_arrays.check_tables(*tables(tmp_path / "s")) == expected
-    assert all(expected["counts"].values())
-
-
-def test_keys_dealt_round_robin_merge_to_the_whole(tmp_path):
-    synthetic.generate(str(tmp_path / "s"), ops=6000, keys=14, inject=1, seed=3, chunk_ops=2500)
-    records, replicas, sends = tables(tmp_path / "s")
-    whole = replica_arrays.findings(records, replicas, sends)
-    parts = []
-    for part in range(3):  # keys dealt round-robin, as the Spark engine's key pass deals them
-        def of(t):
-            return t.filter(t["key"].to_numpy() % 3 == part)
-        parts.append(replica_arrays.findings(of(records), of(replicas), of(sends)))
-    merged = replica_arrays.merge(parts)
-    for complete in (True, False):
-        for final_reads in (True, False):
-            assert merged.result(complete, final_reads) == whole.result(complete, final_reads)
+TABLES = ("records", "replicas", "sends")
 
 
 def test_ranges_merge_with_few_examples_kept(monkeypatch):
