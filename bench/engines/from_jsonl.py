@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_java_version, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, profiled, task_profiles, jvm_cpu_seconds, jvm_java_version, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 
 
@@ -88,6 +88,9 @@ def run_from_jsonl(spark, ops: int, keys: int, out_dir: str, inject: int, seed: 
     with profiled(profiles, "check_driver", profile):
         found = check_runs([run_dir], [run], spark=spark, timings=timings)[run]
     check_s, check_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
+    with task_profiles(profiles, "check_tasks", profile):  # one more check, not timed
+        if profile:
+            check_runs([run_dir], [run], spark=spark)
     linear = found["linearizability"]
     report = {
         "lines": lines, "ops": stats["ops"], "keys": keys,

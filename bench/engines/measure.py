@@ -110,6 +110,27 @@ def profiled(into: dict, key: str, active: bool = True, top: int = PROFILE_TOP):
         into[key] = top_entries(profile, top)
 
 
+@contextlib.contextmanager
+def task_profiles(into: dict, key: str, active: bool = True):
+    """The Spark key pass's tasks profiled in their Python workers for the block
+    (checkers.spark.key_pass.PROFILE_ENV), their summed top entries in `into[key]`:
+    where a Spark check's time goes now that its work runs there. The bench profiles one
+    more check for this, untimed: cProfile's cost on the search's many calls would show in
+    a timed one."""
+    if not active:
+        yield
+        return
+    from checkers.spark import key_pass
+
+    os.environ[key_pass.PROFILE_ENV] = "1"
+    key_pass.last_profile.clear()
+    try:
+        yield
+    finally:
+        del os.environ[key_pass.PROFILE_ENV]
+        into[key] = list(key_pass.last_profile)
+
+
 def top_entries(profile: cProfile.Profile, top: int = PROFILE_TOP) -> list[dict]:
     stats = pstats.Stats(profile).stats  # (file, line, name) -> (calls, total calls, own, cumulative, callers)
     ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:top]

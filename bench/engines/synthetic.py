@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.engines.measure import (delta, gib, profiled, jvm_cpu_seconds, jvm_java_version, jvm_peak_rss, python_peak_rss,
+from bench.engines.measure import (delta, gib, profiled, task_profiles, jvm_cpu_seconds, jvm_java_version, jvm_peak_rss, python_peak_rss,
                                      read_everything)
 from history.parquet import SCHEMAS, TableWriter
 from harness.run_store import PAST_MARK
@@ -429,6 +429,9 @@ def run_bench(sizes=(1_000_000, 10_000_000), keys: int = 1000, out_dir: str = "b
             spark_s, spark_cpu = time.perf_counter() - t0, delta(jvm_cpu_seconds(spark), c0)
             checks.append(round(spark_s, 1))
         linear_s = found["linearizability"]["seconds"]
+        with task_profiles(profiles, "spark_check_tasks", profile):  # one more check, not timed
+            if profile:
+                check_runs([run_dir], [f"ops-{ops}"], spark=spark)
         entry = {"ops": ops, "rows": shape["rows"], "generate_s": round(gen_s, 1),
                  "spark": {"seconds": round(spark_s, 1), "checks_s": checks,
                            "baseline_s": round(base_s, 1),

@@ -17,6 +17,7 @@ the Python worker.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,6 +29,12 @@ from history.parquet import SCHEMAS, table_paths
 
 # Input rows per task below which a check runs in fewer tasks (a test's store: one).
 ROWS_PER_TASK = 1_000_000
+# Set (to anything) while a check runs: each task profiles its work with cProfile, and
+# `last_profile` gets the top entries summed over the tasks (`harness bench` shows them:
+# the driver's own profile only waits on the tasks).
+PROFILE_ENV = "CHECKERS_PROFILE_TASKS"
+PROFILE_TOP = 12
+last_profile: list[dict] = []
 COLUMNS = {"sends": SEND_COLUMNS, "reads": (*READ_COLUMNS, "seq"), "ends": END_COLUMNS,
            "records": RECORD_COLUMNS, "replicas": REPLICA_COLUMNS}
 
@@ -77,14 +84,51 @@ def run_pass(tables, work: dict[str, KeyWork]) -> dict[str, list]:
     context = tables.spark.sparkContext
     dealt = deal(list(keys), max(1, min(context.defaultParallelism, -(-tables.rows // ROWS_PER_TASK))))
     ship_package(context)
+    profile = bool(os.environ.get(PROFILE_ENV))
 
-    def task(ks):
+    def work_on(ks):
         answers = []
         for rid, (run_dir, run) in enumerate(zip(run_dirs, runs)):
             rows = read_keys(run_dir, run, ks, names)
             answers += [(name, rid, w.kernel(rid, rows)) for name, w in work.items()]
         return answers
 
+    def task(ks):
+        return _profiled(work_on, ks) if profile else work_on(ks)
+
+    entries = []
     for name, rid, answer in context.parallelize(dealt, len(dealt)).flatMap(task).collect():
-        out[name].append((rid, answer))
+        if name is None:
+            entries += answer
+        else:
+            out[name].append((rid, answer))
+    if profile:
+        last_profile[:] = _summed(entries)
     return out
+
+
+def _profiled(work, ks) -> list:
+    """work(ks)'s answers, and (None, None, its cProfile entries) (in the Python worker)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    answers = profiler.runcall(work, ks)
+    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (calls, total, own, cumulative, callers)
+    ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:PROFILE_TOP * 3]
+    entries = [(f"{'/'.join(path.split('/')[-2:])}:{line}({name})", calls, own, cumulative)
+               for (path, line, name), (_, calls, own, cumulative, _) in ranked]
+    return answers + [(None, None, entries)]
+
+
+def _summed(entries: list) -> list[dict]:
+    """The tasks' entries summed per function, the PROFILE_TOP largest by own time."""
+    total: dict[str, list] = {}
+    for function, calls, own, cumulative in entries:
+        sums = total.setdefault(function, [0, 0.0, 0.0])
+        sums[0] += calls
+        sums[1] += own
+        sums[2] += cumulative
+    ranked = sorted(total.items(), key=lambda item: item[1][1], reverse=True)[:PROFILE_TOP]
+    return [{"function": f, "calls": c, "own_s": round(o, 3), "cumulative_s": round(cu, 3)}
+            for f, (c, o, cu) in ranked]

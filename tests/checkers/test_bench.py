@@ -17,6 +17,9 @@ def test_bench_drivers_agree_and_find_every_injected_kind(spark, tmp_path):
     assert found == set(log_anomalies.ANOMALIES) | set(replica_diff.ANOMALIES)
     assert entry["spark"]["rows_scanned"] == sum(entry["rows"].values())
     assert int(entry["spark"]["java"].split(".")[0]) >= 17   # which Java the figures are of
+    # where the check's time goes: its tasks' profile (the kernels), beside the driver's
+    tasks = entry["profile_top"]["spark_check_tasks"]
+    assert any(part in e["function"] for e in tasks for part in ("key_pass", "_arrays", "linear/")), tasks
 
 
 def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, tmp_path):
@@ -29,4 +32,5 @@ def test_bench_from_jsonl_times_every_step_and_finds_the_injected_writes(spark, 
     assert entry["log_counts"]["lost-write"] == 1 and entry["log_counts"]["read-then-lost"] == 1
     assert entry["linearizability"]["valid"] is False
     assert entry["linearizability"]["invalid_keys"] == [0, 1]
+    assert entry["profile_top"]["check_tasks"] and entry["profile_top"]["check_driver"]
     assert int(entry["java"].split(".")[0]) >= 17
