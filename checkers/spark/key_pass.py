@@ -1,16 +1,17 @@
 """One pass over the check's keys in Spark tasks: each task reads its keys' rows of every
 run once, with pyarrow, and runs every Python kernel that asked for them.
 
-Why one pass: the log checker's counts (`checkers.log_arrays`) and the linearizability
-search read the same rows (sends, reads, ends); on a 10M-line history each read is ~10
-CPU-s per half of the keys, so two passes paid it twice. Every finding of those checkers
-is per key, so a task that holds every row of its keys answers for them completely, and
-the answers of disjoint sets of keys merge (each kernel says how).
+Why one pass: the log checker's counts (`checkers.log_arrays`), the replica diff's
+(`checkers.replica_arrays`) and the linearizability search read the same rows; on a
+10M-line history a read of sends, reads and ends is ~7-10 CPU-s per half of the keys,
+which separate passes paid again each. Every finding of those checkers is per key, so a
+task that holds every row of its keys answers for them completely, and the answers of
+disjoint sets of keys merge (each driver says how).
 
-The keys of the tables the kernels read (of every run, `Tables.keys_in`) are dealt round-robin to one
-task per core (`deal`); each task reads its keys' rows filtered from whole tables (they
-are in time order, so every task decodes every row group: more tasks than cores would
-decode them more often). A kernel is a `KeyWork`: the tables it reads and a function
+The keys of the tables the kernels read (of every run, `Tables.keys_in`) are dealt
+round-robin to one task per core (`deal`); each task reads its keys' rows filtered from
+whole tables (they are in time order, so every task decodes every row group: more tasks
+than cores would decode them more often). A kernel is a `KeyWork`: the tables it reads and a function
 (run id, {table: pyarrow Table of the task's rows}) -> a small picklable answer, run in
 the Python worker.
 """
@@ -72,7 +73,6 @@ def read_keys(run_dir: str, run: str, keys: list[int], names) -> dict:
 def run_pass(tables, work: dict[str, KeyWork]) -> dict[str, list]:
     """name -> [(rid, answer)] of every run and task (disjoint sets of keys): one Spark job."""
     from checkers.spark.session import ship_package
-
     from checkers.spark.tables import key_in_run
 
     run_dirs, runs = list(tables.run_dirs), list(tables.runs)
