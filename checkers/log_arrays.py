@@ -11,7 +11,7 @@ per key are computed here, each kind by the definition in that module's docstrin
 examples of a kind come from that kernel itself, run on the rows of the first keys (in
 key order) that have findings of the kind, until those hold MAX_EXAMPLES; on those keys
 the kernel's counts must equal these, which `findings` checks on every call (a
-difference raises `Disagreement`, never a quiet wrong example).
+difference raises `checkers.arrays.Disagreement`, never a quiet wrong example).
 
 Inputs: pyarrow tables of one run's sends, reads and ends with the columns of
 `history.flatten` (reads may carry `seq`, the read's place in its stream, which the
@@ -27,16 +27,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers import arrays
 from checkers import log_anomalies as kernel
 from checkers.log_anomalies import ANOMALIES, MAX_EXAMPLES
 from history.flatten import END_COLUMNS, READ_COLUMNS, SEND_COLUMNS
 
-BITS = 63  # a packed sort key's width: non-negative int64
-KEY_TABLE = 1 << 22  # keys spanning fewer values are indexed by a lookup table
-
-
-class Disagreement(AssertionError):
-    """These counts and the in-process kernel's differ on the keys it was run on (a bug)."""
 
 
 @dataclass
@@ -70,9 +65,9 @@ def merge(parts: list[Findings]) -> Findings:
         out.undecided += part.undecided
         out.checked = out.checked or part.checked
     for kind in ANOMALIES:
-        listed = sorted((e for part in parts for e in part.examples.get(kind, [])), key=lambda e: e["key"])
+        listed = arrays.first_by_key((part.examples.get(kind, []) for part in parts), MAX_EXAMPLES)
         if listed:
-            out.examples[kind] = listed[:MAX_EXAMPLES]
+            out.examples[kind] = listed
     out.undecided_keys = sorted(k for part in parts for k in part.undecided_keys)[:MAX_EXAMPLES]
     return out
 
@@ -80,13 +75,13 @@ def merge(parts: list[Findings]) -> Findings:
 def check_tables(sends: pa.Table, reads: pa.Table, ends: pa.Table) -> dict:
     """The log checker's result of one run's tables: equal to `kernel.check_flat` of their rows."""
     result = findings(sends, reads, ends).result()
-    gone = kernel.absent_ends(_rows(ends, END_COLUMNS))
+    gone = kernel.absent_ends(arrays.rows(ends, END_COLUMNS))
     if gone:
         keys = pa.array(sorted(gone), pa.int64())
         def of(table, columns):
-            return _rows(table.filter(pc.is_in(table["key"], keys)), columns)
+            return arrays.rows(table.filter(pc.is_in(table["key"], keys)), columns)
         kernel.absent_losses(result, gone, of(sends, SEND_COLUMNS), of(reads, READ_COLUMNS),
-                             _rows(ends, END_COLUMNS))
+                             arrays.rows(ends, END_COLUMNS))
     return result
 
 
@@ -99,156 +94,51 @@ def findings(sends: pa.Table, reads: pa.Table, ends: pa.Table) -> Findings:
     for kind in ANOMALIES:
         counts = per_key[kind]
         out.counts[kind] = int(counts.sum())
-        needed.update(_first_keys(counts))
+        needed.update(arrays.first_keys(counts, MAX_EXAMPLES))
     undecided = per_key["undecided-unseen"]
     out.undecided = int(undecided.sum())
-    for i in _first_keys(undecided):
+    for i in arrays.first_keys(undecided, MAX_EXAMPLES):
         room = MAX_EXAMPLES - len(out.undecided_keys)
         out.undecided_keys += [int(a.keys[i])] * min(int(undecided[i]), room)
     if needed:
         chosen = pa.array(a.keys[sorted(needed)], pa.int64())
         def rows(table, columns):
-            return _rows(table.filter(pc.is_in(table["key"], chosen)), columns)
+            return arrays.rows(table.filter(pc.is_in(table["key"], chosen)), columns)
         found, _checked = kernel.findings_flat(rows(sends, SEND_COLUMNS), rows(reads, READ_COLUMNS),
                                                rows(ends, END_COLUMNS))
-        index = np.array(sorted(needed))
+        arrays.agree({kind: found[kind] for kind in ANOMALIES}, per_key, sorted(needed), a.keys)
         for kind in ANOMALIES:
-            expected = int(per_key[kind][index].sum())
-            if found[kind][0] != expected:
-                raise Disagreement(f"{kind}: {expected} over arrays, {found[kind][0]} by the kernel "
-                                   f"on keys {chosen.to_pylist()[:10]}")
             if found[kind][1]:
                 out.examples[kind] = found[kind][1][:MAX_EXAMPLES]
     return out
-
-
-def _first_keys(counts: np.ndarray) -> list[int]:
-    """Indexes of the first keys with findings whose counts reach MAX_EXAMPLES (all if fewer)."""
-    at = np.flatnonzero(counts)
-    if not len(at):
-        return []
-    reach = np.searchsorted(np.cumsum(counts[at]), MAX_EXAMPLES)
-    return at[:reach + 1].tolist()
-
-
-def _rows(table: pa.Table, columns: tuple) -> list[tuple]:
-    """A table's rows as the kernel's tuples (flat row columns, in that order)."""
-    if table.num_rows == 0:
-        return []
-    return list(zip(*(table.column(name).to_pylist() for name in columns)))
-
-
-def _ints(table: pa.Table, name: str, fill: int = -1) -> tuple[np.ndarray, np.ndarray | None]:
-    """An integer column as int64 (nulls as `fill`) and its validity (None: no nulls)."""
-    column = table.column(name)
-    if column.null_count == 0:
-        return np.asarray(column.to_numpy(), dtype=np.int64), None
-    valid = np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False))
-    return np.asarray(pc.fill_null(column, fill).to_numpy(), dtype=np.int64), valid
-
-
-def _ids(*columns) -> list[np.ndarray]:
-    """One dictionary for string columns -> each column's ids (int64, null -> -1). (Casting
-    integer texts instead, with a check that each is canonical, measured no cheaper.)"""
-    chunks = [chunk for column in columns for chunk in column.chunks]
-    if not chunks:
-        return [np.zeros(0, np.int64) for _ in columns]
-    encoded = pc.dictionary_encode(pa.concat_arrays([c.cast(pa.string()) for c in chunks]))
-    ids = np.asarray(pc.fill_null(encoded.indices, -1).to_numpy(), dtype=np.int64)
-    out, at = [], 0
-    for column in columns:
-        out.append(ids[at:at + len(column)])
-        at += len(column)
-    return out
-
-
-def _key_index(*keys: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(the sorted distinct keys of the arrays, each array's keys as indexes among them):
-    a lookup table when the keys span at most KEY_TABLE values (partition numbers), else
-    a sort and binary searches (~5x dearer on 15M rows, measured)."""
-    present = [k for k in keys if len(k)]
-    if not present:
-        return np.zeros(0, np.int64), [np.zeros(0, np.int64) for _ in keys]
-    low = min(int(k.min()) for k in present)
-    high = max(int(k.max()) for k in present)
-    if high - low < KEY_TABLE:
-        seen = np.zeros(high - low + 1, bool)
-        for k in present:
-            seen[k - low] = True
-        index = np.cumsum(seen) - 1
-        return np.flatnonzero(seen) + low, [index[k - low] for k in keys]
-    distinct = np.unique(np.concatenate([np.unique(k) for k in present]))
-    return distinct, [np.searchsorted(distinct, k) for k in keys]
-
-
-def _order(*columns: np.ndarray) -> np.ndarray:
-    """The permutation sorting rows by the columns (first is most significant): one argsort
-    of a packed 64-bit key where the columns' ranges fit (~3x faster than np.lexsort on
-    14.5M rows, measured), else lexsort."""
-    packed = _packed(columns)
-    if packed is not None:
-        return np.argsort(packed, kind="stable")
-    return np.lexsort(tuple(reversed(columns)))
-
-
-def _packed(columns) -> np.ndarray | None:
-    """Columns packed into one non-negative int64 with the same order, or None if too wide."""
-    if not len(columns[0]):
-        return np.zeros(0, np.int64)
-    lows = [int(c.min()) for c in columns]
-    widths = [max(1, int(int(c.max()) - low).bit_length()) for c, low in zip(columns, lows)]
-    if sum(widths) > BITS:
-        return None
-    packed = np.zeros(len(columns[0]), np.int64)
-    for c, low, width in zip(columns, lows, widths):
-        packed = (packed << width) | (c - low)
-    return packed
-
-
-def _starts(*sorted_columns: np.ndarray) -> np.ndarray:
-    """Where each run of equal rows of the sorted columns starts (a boolean per row)."""
-    n = len(sorted_columns[0])
-    new = np.zeros(n, bool)
-    if n:
-        new[0] = True
-        for c in sorted_columns:
-            new[1:] |= c[1:] != c[:-1]
-    return new
 
 
 class _Arrays:
     """The run's rows as numpy arrays, keys as their index among its sorted keys."""
 
     def __init__(self, sends: pa.Table, reads: pa.Table, ends: pa.Table) -> None:
-        s_key, _ = _ints(sends, "key")
-        r_key, _ = _ints(reads, "key")
-        e_key, _ = _ints(ends, "key")
-        self.keys, (self.s_k, self.r_k, self.e_k) = _key_index(s_key, r_key, e_key)
+        self.keys, (self.s_k, self.r_k, self.e_k) = arrays.table_keys(sends, reads, ends)
         self.nk = len(self.keys)
-        self.s_v, self.r_v = _ids(sends.column("value"), reads.column("value"))
-        self.s_o, s_has_o = _ints(sends, "offset")
+        self.s_v, self.r_v = arrays.ids(sends.column("value"), reads.column("value"))
+        self.s_o, s_has_o = arrays.ints(sends, "offset")
         kind = sends.column("type")
-        self.s_ok = np.asarray(pc.equal(kind, "ok").to_numpy(zero_copy_only=False), bool) if len(kind) else np.zeros(0, bool)
-        self.s_fail = np.asarray(pc.equal(kind, "fail").to_numpy(zero_copy_only=False), bool) if len(kind) else np.zeros(0, bool)
-        self.acked = self.s_ok & (s_has_o if s_has_o is not None else True)
-        self.s_has_o = s_has_o if s_has_o is not None else np.ones(len(self.s_k), bool)
-        (self.s_proc,) = _ids(sends.column("process"))
-        self.s_inv, _ = _ints(sends, "invoke_index")
-        self.s_done, s_done_valid = _ints(sends, "complete_index")
+        self.s_fail = arrays.bools(pc.equal(kind, "fail"))
+        self.acked = arrays.bools(pc.equal(kind, "ok")) & (s_has_o if s_has_o is not None else True)
+        (self.s_proc,) = arrays.ids(sends.column("process"))
+        self.s_inv, _ = arrays.ints(sends, "invoke_index")
+        self.s_done, s_done_valid = arrays.ints(sends, "complete_index")
         self.s_at = self.s_done if s_done_valid is None else np.where(s_done_valid, self.s_done, self.s_inv)
-        self.r_o, _ = _ints(reads, "offset")
-        self.r_index, _ = _ints(reads, "index")
-        self.r_pos, _ = _ints(reads, "pos")
-        self.r_session, _ = _ints(reads, "session")
-        final = reads.column("final")
-        self.r_final = (np.asarray(pc.fill_null(final, False).to_numpy(zero_copy_only=False), bool)
-                        if len(final) else np.zeros(0, bool))
-        self.r_seq = _ints(reads, "seq") if "seq" in reads.column_names else None
+        self.r_o, _ = arrays.ints(reads, "offset")
+        self.r_index, _ = arrays.ints(reads, "index")
+        self.r_pos, _ = arrays.ints(reads, "pos")
+        self.r_session, _ = arrays.ints(reads, "session")
+        self.r_final = arrays.bools(reads.column("final"))
+        self.r_seq = arrays.ints(reads, "seq") if "seq" in reads.column_names else None
         # ends: the last row of a key wins (the kernel's dict of them)
         self.ended = np.zeros(self.nk, bool)
         self.ended[self.e_k] = True
         self.end_offset = np.full(self.nk, np.iinfo(np.int64).max)
-        e_off, e_valid = _ints(ends, "end_offset")
+        e_off, e_valid = arrays.ints(ends, "end_offset")
         self.end_offset[self.e_k] = np.where(e_valid, e_off, np.iinfo(np.int64).max) if e_valid is not None else e_off
 
     def counts(self) -> dict[str, np.ndarray]:
@@ -266,22 +156,22 @@ class _Arrays:
         o_o = np.concatenate([self.s_o[acked], self.r_o])
         o_f = np.concatenate([np.zeros(len(acked), np.int8),
                               np.where(self.r_final, 3, 1).astype(np.int8)])
-        order = _order(o_k, o_v, o_o)
+        order = arrays.order(o_k, o_v, o_o)
         o_k, o_v, o_o, o_f = o_k[order], o_v[order], o_o[order], o_f[order]
-        first = np.flatnonzero(_starts(o_k, o_v, o_o))        # distinct (k, v, o)
+        first = np.flatnonzero(arrays.starts(o_k, o_v, o_o))        # distinct (k, v, o)
         t_k, t_v, t_o = o_k[first], o_v[first], o_o[first]
         t_f = np.bitwise_or.reduceat(o_f, first) if len(first) else np.zeros(0, np.int8)
         # per (k, v): distinct offsets, read, read by a final poll, lowest offset
-        kv_first = np.flatnonzero(_starts(t_k, t_v))
+        kv_first = np.flatnonzero(arrays.starts(t_k, t_v))
         kv_n = np.diff(np.append(kv_first, len(t_k)))
         kv_k, kv_v = t_k[kv_first], t_v[kv_first]
         kv_f = np.bitwise_or.reduceat(t_f, kv_first) if len(kv_first) else np.zeros(0, np.int8)
         kv_low = t_o[kv_first]
         out["duplicate"] = per_key(kv_k[kv_n > 1])
         # per (k, o): distinct values
-        order = _order(t_k, t_o)
+        order = arrays.order(t_k, t_o)
         ko_k, ko_o = t_k[order], t_o[order]
-        ko_first = np.flatnonzero(_starts(ko_k, ko_o))
+        ko_first = np.flatnonzero(arrays.starts(ko_k, ko_o))
         ko_n = np.diff(np.append(ko_first, len(ko_k)))
         out["inconsistent-offsets"] = per_key(ko_k[ko_first][ko_n > 1])
 
@@ -323,23 +213,24 @@ class _Arrays:
         reached = (max_final[k] >= o) | (self.ended[k] & (o >= self.end_offset[k]))
         out["read-then-lost"] = per_key(k[read & ~final & reached])
 
-        out.update(self._poll_order(t_k, t_o, per_key))
+        out.update(self._poll_order(ko_k[ko_first], ko_o[ko_first], per_key))
         out["nonmonotonic-send"] = per_key(self._backward_sends(kv_lookup, kv_f, kv_low))
         out["realtime-order"] = per_key(self._late_sends(acked))
         return out
 
-    def _poll_order(self, t_k, t_o, per_key) -> dict[str, np.ndarray]:
+    def _poll_order(self, kk, ko, per_key) -> dict[str, np.ndarray]:
         """poll-skip and nonmonotonic-poll: consecutive reads of a (key, session) stream
-        whose ranks among the key's known offsets are not one apart."""
+        whose ranks among the key's known offsets (kk, ko: the distinct observed (key
+        index, offset), sorted) are not one apart."""
         r = np.arange(len(self.r_k))
         if self.r_seq is not None and len(r):
             seq, seq_valid = self.r_seq
             if seq_valid is None:
                 # streams whose offset - seq is constant read consecutive offsets in order
-                order = _order(self.r_k, self.r_session, self.r_o - seq)
+                order = arrays.order(self.r_k, self.r_session, self.r_o - seq)
                 sk, ss, sd = self.r_k[order], self.r_session[order], (self.r_o - seq)[order]
-                stream_first = _starts(sk, ss)
-                mixed = _starts(sk, ss, sd) & ~stream_first
+                stream_first = arrays.starts(sk, ss)
+                mixed = arrays.starts(sk, ss, sd) & ~stream_first
                 suspect_at = np.flatnonzero(mixed)
                 if not len(suspect_at):
                     zero = np.zeros(self.nk, np.int64)
@@ -350,24 +241,19 @@ class _Arrays:
                 r = np.sort(order[suspect[stream_id]])
         k, session, index, pos, o = (self.r_k[r], self.r_session[r], self.r_index[r],
                                      self.r_pos[r], self.r_o[r])
-        order = _order(k, session, index, pos, o)
+        order = arrays.order(k, session, index, pos, o)
         k, session, o = k[order], session[order], o[order]
-        pair = ~_starts(k, session)          # row i pairs with row i - 1
+        pair = ~arrays.starts(k, session)          # row i pairs with row i - 1
         pair[0:1] = False
         second = np.flatnonzero(pair)
         first = second - 1
         step = o[second] - o[first]
         odd = step != 1
         second, first = second[odd], first[odd]
-        # ranks among the key's known offsets (distinct observed (k, o), sorted)
-        known = _order(t_k, t_o)
-        kk, ko = t_k[known], t_o[known]
-        keep = _starts(kk, ko)
-        kk, ko = kk[keep], ko[keep]
         key_start = np.searchsorted(kk, np.arange(self.nk))
 
         def rank(at):
-            packed = _packed([np.concatenate([kk, k[at]]), np.concatenate([ko, o[at]])])
+            packed = arrays.packed([np.concatenate([kk, k[at]]), np.concatenate([ko, o[at]])])
             if packed is None:
                 raise OverflowError("offsets too wide to rank")
             table, wanted = packed[:len(kk)], packed[len(kk):]
@@ -387,9 +273,9 @@ class _Arrays:
         rows = np.concatenate([np.flatnonzero(acked), candidates[placed_read]])
         offset = np.concatenate([self.s_o[acked], kv_low[at[placed_read]]])
         k, proc, op_at = self.s_k[rows], self.s_proc[rows], self.s_at[rows]
-        order = _order(k, proc, op_at, offset)
+        order = arrays.order(k, proc, op_at, offset)
         k, proc, op_at, offset = k[order], proc[order], op_at[order], offset[order]
-        pair = ~_starts(k, proc)
+        pair = ~arrays.starts(k, proc)
         pair[0:1] = False
         second = np.flatnonzero(pair)
         back = (offset[second] <= offset[second - 1]) & (op_at[second] != op_at[second - 1])
@@ -405,11 +291,11 @@ class _Arrays:
         index = np.concatenate([self.s_done[acked], self.s_inv[acked]])
         completion = np.concatenate([np.ones(n, np.int8), np.zeros(n, np.int8)])
         offset = np.concatenate([self.s_o[acked], self.s_o[acked]])
-        order = _order(k, index, completion)
+        order = arrays.order(k, index, completion)
         k, completion, offset = k[order], completion[order], offset[order]
         low = int(offset.min())
         span = int(offset.max()) - low + 2
-        if (int(k.max()) + 1) * span >= 1 << BITS:
+        if (int(k.max()) + 1) * span >= 1 << arrays.BITS:
             raise OverflowError("offsets too wide for the sweep")
         base = k.astype(np.int64) * span
         bar = np.maximum.accumulate(np.where(completion == 1, base + 1 + offset - low, base))

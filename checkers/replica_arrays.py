@@ -14,7 +14,7 @@ that kernel itself (`findings_flat`), run on the rows of the first keys (in key 
 whose examples reach MAX_EXAMPLES, and the `differences` entries from its `differences`
 on the first keys whose entries reach MAX_DIFFERENCES; on those keys the kernel's counts
 must equal these, which `findings` checks on every call (a difference raises
-`Disagreement`, never a quiet wrong example). The result itself is the kernel's
+`checkers.arrays.Disagreement`, never a quiet wrong example). The result itself is the kernel's
 `summarize` and `with_differences` of the merged findings (`Findings.result`).
 
 Inputs: pyarrow tables of one run's records, replicas and sends with the columns of
@@ -32,14 +32,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers import arrays
 from checkers import replica_diff as kernel
-from checkers.log_arrays import Disagreement, _ids, _ints, _key_index, _order, _rows, _starts
 from checkers.replica_diff import ANOMALIES, MAX_DIFFERENCES, MAX_EXAMPLES
 from harness.run_store import PAST_MARK
 from history.flatten import RECORD_COLUMNS, REPLICA_COLUMNS, SEND_COLUMNS
 from history.parquet import SCHEMAS
 
-__all__ = ["Disagreement", "Findings", "merge", "check_tables", "findings"]
+__all__ = ["Findings", "merge", "check_tables", "findings"]
 
 
 @dataclass
@@ -72,11 +72,10 @@ def merge(parts: list[Findings]) -> Findings:
         out.has_dumps = out.has_dumps or part.has_dumps
         out.differences_total += part.differences_total
     for kind in ANOMALIES:
-        listed = sorted((e for part in parts for e in part.examples.get(kind, [])), key=lambda e: e["key"])
+        listed = arrays.first_by_key((part.examples.get(kind, []) for part in parts), MAX_EXAMPLES)
         if listed:
-            out.examples[kind] = listed[:MAX_EXAMPLES]
-    out.differences = sorted((e for part in parts for e in part.differences),
-                             key=lambda e: e["key"])[:MAX_DIFFERENCES]
+            out.examples[kind] = listed
+    out.differences = arrays.first_by_key((part.differences for part in parts), MAX_DIFFERENCES)
     return out
 
 
@@ -100,49 +99,29 @@ def findings(records: pa.Table, replicas: pa.Table, sends: pa.Table) -> Findings
     first = set()
     for kind in ANOMALIES:
         out.counts[kind] = int(per_key[kind].sum())
-        first.update(_first_keys(shown[kind], MAX_EXAMPLES))
+        first.update(arrays.first_keys(shown[kind], MAX_EXAMPLES))
 
     def rows(index, table, columns):
         chosen = pa.array(a.keys[index], pa.int64())
-        return _rows(table.filter(pc.is_in(table["key"], chosen)), columns)
+        return arrays.rows(table.filter(pc.is_in(table["key"], chosen)), columns)
 
     if first:
         index = sorted(first)
         found, _has_dumps, differences = kernel.findings_flat(
             rows(index, records, RECORD_COLUMNS), rows(index, replicas, REPLICA_COLUMNS),
             rows(index, sends, SEND_COLUMNS))
-        _agree({**found, "differences": differences}, per_key, index, a.keys)
+        arrays.agree({**found, "differences": differences}, per_key, index, a.keys)
         for kind in ANOMALIES:
             if found[kind][1]:
                 out.examples[kind] = found[kind][1][:MAX_EXAMPLES]
         out.differences = differences[1][:MAX_DIFFERENCES]
-    index = _first_keys(per_key["differences"], MAX_DIFFERENCES)
+    index = arrays.first_keys(per_key["differences"], MAX_DIFFERENCES)
     if not first.issuperset(index):   # else those keys' entries come first in the kernel's
         found = {"differences": kernel.differences(rows(index, records, RECORD_COLUMNS),
                                                    rows(index, replicas, REPLICA_COLUMNS))}
-        _agree(found, per_key, index, a.keys)
+        arrays.agree(found, per_key, index, a.keys)
         out.differences = found["differences"][1][:MAX_DIFFERENCES]
     return out
-
-
-def _agree(found: dict[str, tuple], per_key: dict[str, np.ndarray], index: list[int],
-           keys: np.ndarray) -> None:
-    """Raise `Disagreement` unless the kernel's count of each kind it found on these keys
-    (by their indexes) is the arrays' count."""
-    for kind, (count, _examples) in found.items():
-        expected = int(per_key[kind][index].sum())
-        if count != expected:
-            raise Disagreement(f"{kind}: {expected} over arrays, {count} by the kernel "
-                               f"on keys {keys[index[:10]].tolist()}")
-
-
-def _first_keys(shown: np.ndarray, limit: int) -> list[int]:
-    """Indexes of the first keys with examples whose numbers reach `limit` (all if fewer)."""
-    at = np.flatnonzero(shown)
-    if not len(at):
-        return []
-    reach = np.searchsorted(np.cumsum(shown[at]), limit)
-    return at[:reach + 1].tolist()
 
 
 def _typed(table: pa.Table, name: str, columns: tuple) -> pa.Table:
@@ -152,13 +131,6 @@ def _typed(table: pa.Table, name: str, columns: tuple) -> pa.Table:
                      for c in columns})
 
 
-def _bools(column) -> np.ndarray:
-    """A boolean column as numpy (nulls as False)."""
-    if not len(column):
-        return np.zeros(0, bool)
-    return np.asarray(pc.fill_null(column, False).to_numpy(zero_copy_only=False), bool)
-
-
 def _any(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Per group (rows from each start to the next): whether any flag is set."""
     return np.logical_or.reduceat(flags, starts) if len(starts) else np.zeros(0, bool)
@@ -166,11 +138,11 @@ def _any(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 def _varied(k: np.ndarray, o: np.ndarray, *rest: np.ndarray) -> np.ndarray:
     """Key index of each (key, offset) whose rows hold two or more distinct `rest` tuples."""
-    order = _order(k, o, *rest)
+    order = arrays.order(k, o, *rest)
     columns = [c[order] for c in (k, o, *rest)]
-    distinct = _starts(*columns)
+    distinct = arrays.starts(*columns)
     k, o = columns[0][distinct], columns[1][distinct]
-    first = np.flatnonzero(_starts(k, o))
+    first = np.flatnonzero(arrays.starts(k, o))
     n = np.diff(np.append(first, len(k)))
     return k[first[n > 1]]
 
@@ -179,21 +151,18 @@ class _Arrays:
     """The run's rows as numpy arrays, keys as their index among its sorted keys."""
 
     def __init__(self, records: pa.Table, replicas: pa.Table, sends: pa.Table) -> None:
-        r_key, _ = _ints(records, "key")
-        p_key, _ = _ints(replicas, "key")
-        s_key, _ = _ints(sends, "key")
-        self.keys, (self.r_k, self.p_k, self.s_k) = _key_index(r_key, p_key, s_key)
+        self.keys, (self.r_k, self.p_k, self.s_k) = arrays.table_keys(records, replicas, sends)
         self.nk = len(self.keys)
-        self.r_n, self.p_n = _ids(records.column("node"), replicas.column("node"))
-        self.r_past = _bools(pc.match_substring(records.column("node"), PAST_MARK))
-        self.p_past = _bools(pc.match_substring(replicas.column("node"), PAST_MARK))
-        self.r_o, _ = _ints(records, "offset")
-        self.r_e, _ = _ints(records, "epoch")
-        self.r_v, self.s_v = _ids(records.column("value"), sends.column("value"))
-        self.p_hw, _ = _ints(replicas, "hw")
-        self.p_ls, _ = _ints(replicas, "log_start")
-        self.s_o, s_has_o = _ints(sends, "offset")
-        self.acked = _bools(pc.equal(sends.column("type"), "ok")) & (True if s_has_o is None else s_has_o)
+        self.r_n, self.p_n = arrays.ids(records.column("node"), replicas.column("node"))
+        self.r_past = arrays.bools(pc.match_substring(records.column("node"), PAST_MARK))
+        self.p_past = arrays.bools(pc.match_substring(replicas.column("node"), PAST_MARK))
+        self.r_o, _ = arrays.ints(records, "offset")
+        self.r_e, _ = arrays.ints(records, "epoch")
+        self.r_v, self.s_v = arrays.ids(records.column("value"), sends.column("value"))
+        self.p_hw, _ = arrays.ints(replicas, "hw")
+        self.p_ls, _ = arrays.ints(replicas, "log_start")
+        self.s_o, s_has_o = arrays.ints(sends, "offset")
+        self.acked = arrays.bools(pc.equal(sends.column("type"), "ok")) & (True if s_has_o is None else s_has_o)
         self.has_dumps = bool((~self.p_past).any())
 
     def counts(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -245,12 +214,12 @@ class _Arrays:
         """Key index of each overwritten (key, offset): committed copies of it include a
         final one, and a past one whose value no final committed copy holds."""
         k, o, v, past = self._of(committed, self.r_k, self.r_o, self.r_v, self.r_past)
-        order = _order(k, o, v)
+        order = arrays.order(k, o, v)
         k, o, v, past = k[order], o[order], v[order], past[order]
-        kov = np.flatnonzero(_starts(k, o, v))           # distinct (k, o, v)
+        kov = np.flatnonzero(arrays.starts(k, o, v))           # distinct (k, o, v)
         has_final, has_past = _any(~past, kov), _any(past, kov)
         k, o = k[kov], o[kov]
-        ko = np.flatnonzero(_starts(k, o))              # distinct (k, o)
+        ko = np.flatnonzero(arrays.starts(k, o))              # distinct (k, o)
         replaced = _any(has_final, ko) & _any(has_past & ~has_final, ko)
         return k[ko][replaced]
 
@@ -275,9 +244,9 @@ class _Arrays:
         spans = np.flatnonzero(ranged & (high > low))
         k = np.concatenate([k, spans, spans])
         o = np.concatenate([o, low[spans] - 1, high[spans]])
-        order = _order(k, o)
+        order = arrays.order(k, o)
         k, o = k[order], o[order]
-        keep = _starts(k, o)
+        keep = arrays.starts(k, o)
         k, o = k[keep], o[keep]
         pair = np.flatnonzero(k[1:] == k[:-1]) + 1     # row i follows row i - 1 in its key
         gap = o[pair] - o[pair - 1] - 1
@@ -299,5 +268,5 @@ class _Arrays:
         s_k = s_k[candidate]
         wanted = pa.array(s_k * width + self.s_v[candidate] + 1)
         # a hash set (~8x faster than np.isin of np.unique on 1.5M rows, measured)
-        kept = _bools(pc.is_in(wanted, value_set=held))
+        kept = arrays.bools(pc.is_in(wanted, value_set=held))
         return s_k[~kept]

@@ -6,7 +6,7 @@ name); a checker without one comes back `{"valid": "unknown", "note": "no
 spark driver"}`, never absent. A driver module has
 
 - `check(job: SparkJob) -> {run: result}`, called in its own thread, and
-- optionally `key_work(job) -> KeyWork | None`: a Python kernel for the one key
+- optionally `key_work(job) -> KeyWork`: a Python kernel for the one key
   pass (`checkers.spark.key_pass`), whose answers `job.keyed(name)` gives.
 
 Input: Parquet run dirs written by `history.parquet` (each row tagged with its
@@ -156,7 +156,6 @@ def _pass(job: SparkJob, active: dict) -> None:
     try:
         work = {name: driver.key_work(job) for name, driver in active.items()
                 if hasattr(driver, "key_work")}
-        work = {name: w for name, w in work.items() if w is not None}
         job._keyed.set_result(run_pass(job.tables, work) if work else {})
     except BaseException as e:
         job._keyed.set_exception(e)

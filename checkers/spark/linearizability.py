@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.linearizability import check_key, result, time_limit_default
-from checkers.spark.tables import KEY_SPAN, Tables, key_in_run, run_id
+from checkers.spark.tables import KEY_SPAN, Tables, key_in_run
 
 SEND, READ, END = 0, 1, 2
 
@@ -143,8 +143,7 @@ def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dic
 def results(runs: list[str], passed: list, started: float, limit: float) -> dict[str, dict]:
     """The key pass's answers ([(rid, [{k, found}])]) -> {run: result}."""
     per_run: dict[str, list] = {run: [] for run in runs}
-    for _rid, rows in passed:
-        for row in rows:
-            per_run[runs[run_id(row["k"])]].append((key_in_run(row["k"]), json.loads(row["found"])))
+    for rid, rows in passed:
+        per_run[runs[rid]] += [(key_in_run(row["k"]), json.loads(row["found"])) for row in rows]
     seconds = time.monotonic() - started
     return {run: result(per_key, "spark", seconds, limit) for run, per_key in per_run.items()}

@@ -87,7 +87,6 @@ class Tables:
         self.spark = spark
         self.run_dirs = run_dirs
         self.runs = runs
-        self.rids = {run: rid for rid, run in enumerate(runs)}
         self.ids = spark.createDataFrame(list(enumerate(runs)), "rid bigint, run string")
         self._building = threading.RLock()  # drivers ask for the facts from their own threads
         self.rows = rows if rows is not None else input_rows(run_dirs)
