@@ -12,6 +12,7 @@ it is missing.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from harness import verdict
@@ -50,6 +51,21 @@ def choose_engine(stores: list[Path], engine: str = "auto", master: str | None =
     return "local", f"auto: {mib:.1f} MiB of history, under {AUTO_SPARK_BYTES >> 20} MiB; --engine spark for one Spark job"
 
 
+def failure_line(e: Exception) -> str:
+    """The line that says why: a failed Spark job's exception (Py4JJavaError) starts with
+    "An error occurred while calling o123.collect", and the cause (a Python worker's
+    exception, a lost executor) is further down its text; the last Python exception line,
+    else the first "Caused by", else the first line."""
+    text = str(e)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    python = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt): ", line)
+              and not line.startswith(("org.", "java.", "py4j."))]
+    caused = [line for line in lines if line.startswith("Caused by: ")]
+    cause = python[-1] if python else caused[0] if caused else lines[0] if lines else ""
+    head = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+    return (head if cause == (lines[0] if lines else "") else f"{head} ... {cause}")[:400]
+
+
 def check_stores(stores: list[Path], master: str | None = None, log=print, engine: str = "auto",
                  chosen: tuple[str, str] | None = None) -> dict[str, dict]:
     """-> {store: results}; results.json (and report.html where needed) rewritten.
@@ -69,7 +85,7 @@ def check_stores(stores: list[Path], master: str | None = None, log=print, engin
         else:
             found = {str(s): verdict.check_store(s, engine="local") for s in stores}
     except Exception as e:  # a missing JVM or master is one line, and the runs keep their own results
-        raise CheckError(f"the {engine} check failed ({type(e).__name__}: {str(e).splitlines()[0][:300]}); "
+        raise CheckError(f"the {engine} check failed ({failure_line(e)}); "
                          f"each run keeps the results of its own check") from None
     for store in stores:
         results = found.get(str(store))

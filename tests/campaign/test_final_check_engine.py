@@ -52,3 +52,26 @@ def test_a_wrong_engine_is_refused(stores):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "--engine 'sprak'" in lines[0] and "auto, spark, local" in lines[0], out.stderr
+
+
+def test_a_failed_spark_job_is_one_line_with_its_cause():
+    """A Py4JJavaError's first line names only the call; the one line keeps the worker's cause."""
+    class Py4JJavaError(Exception):
+        pass
+
+    text = ("An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.\n"
+            ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 "
+            "times, most recent failure: Lost task 0.0 in stage 3.0 (TID 3) (127.0.0.1 executor 0): "
+            "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+            '  File "/w/pyspark/worker.py", line 1, in main\n'
+            "ModuleNotFoundError: No module named 'checkers.log_arrays'\n\n"
+            "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:572)\n"
+            "Caused by: org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n")
+    line = check.failure_line(Py4JJavaError(text))
+    assert "\n" not in line and line.startswith("Py4JJavaError: An error occurred while calling")
+    assert line.endswith("ModuleNotFoundError: No module named 'checkers.log_arrays'")
+    lost = ("An error occurred while calling o91.collectToPython.\n"
+            "org.apache.spark.SparkException: Job aborted\n"
+            "Caused by: org.apache.spark.SparkException: Executor 0 lost\n")
+    assert check.failure_line(Py4JJavaError(lost)).endswith("Caused by: org.apache.spark.SparkException: Executor 0 lost")
+    assert check.failure_line(ValueError("no Java on PATH")) == "ValueError: no Java on PATH"

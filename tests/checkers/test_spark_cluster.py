@@ -46,6 +46,12 @@ def running(pid: int) -> bool:
     return True
 
 
+def executor_logs(folder: Path, tail: int = 4000) -> str:
+    """The last lines of every executor's stderr (the Python workers' tracebacks), for a failure."""
+    return "".join(f"\n--- {log}\n" + log.read_text(errors="replace")[-tail:]
+                   for log in sorted(folder.glob("worker-*/app-*/*/stderr")))
+
+
 def test_a_standalone_cluster_checks_a_campaign_like_local(tmp_path):
     on_cluster = campaign_root(tmp_path / "cluster")
     shutil.copytree(on_cluster, tmp_path / "local")
@@ -61,6 +67,8 @@ def test_a_standalone_cluster_checks_a_campaign_like_local(tmp_path):
     finally:
         cluster.stop()
     assert proc.returncode == 2, proc.stdout + proc.stderr  # the interrupted run is unknown
+    assert "unknown" in proc.stdout and "campaign: the spark check failed" not in proc.stderr, \
+        proc.stdout + proc.stderr + executor_logs(tmp_path / "spark")  # exit 2 for the interrupted run, not a failed job
     assert "Registering app" in log  # the job really ran on this cluster's executors
     for name in RUNS:  # against the in-process engine (local Spark = in-process: test_store_spark)
         remote = json.loads((on_cluster / "log" / name / "results.json").read_text())
