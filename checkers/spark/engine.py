@@ -98,10 +98,13 @@ def check_runs(run_dirs: list[str], runs: list[str], master: str | None = None,
         names = set(names_for(None, False))
     found = drivers(names)
     active = {name: driver for name, driver in found.items() if driver is not None}
-    spark = spark or spark_session(master)
-    rows = input_rows(run_dirs)
-    with _execution_mode(spark, rows):
-        done = _run_drivers(spark, Tables(spark, run_dirs, runs, rows=rows), runs, complete, time_limit, active)
+    done: dict[str, tuple] = {}
+    if active:  # else every checker's answer is NO_DRIVER: no session, no job
+        spark = spark or spark_session(master)
+        rows = input_rows(run_dirs)
+        with _execution_mode(spark, rows):
+            done = _run_drivers(spark, Tables(spark, run_dirs, runs, rows=rows), runs, complete, time_limit,
+                                active)
     if timings is not None:
         timings["checkers_s"] = {name: round(at - started, 1) for name, (at, _r) in done.items()}
     return {run: {name: done[name][1].get(run, dict(NO_RESULT)) if name in done else dict(NO_DRIVER)

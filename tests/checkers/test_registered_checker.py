@@ -71,3 +71,13 @@ def test_registration_checks_the_checker_protocol():
     with pytest.raises(registry.RegistryError, match="already registered"):
         registry.register(registry.CHECKERS, "log", registry.checker("log"))
     assert "acks" not in registry.names(registry.CHECKERS)
+
+
+def test_a_check_of_only_checkers_without_a_spark_driver_gives_their_notes(fourth_checkers, spark, tmp_path):
+    """No driver takes part (no key pass, no DataFrame job): each checker is "unknown" with its note."""
+    from checkers.spark.engine import check_runs
+    from history.parquet import write_run
+
+    write_run(str(tmp_path / "pq"), "r", iter(log_histories.clean().ops), log_dumps.agreeing())
+    found = check_runs([str(tmp_path / "pq")], ["r"], spark=spark, names={"acks-local"})
+    assert found == {"r": {"acks-local": {"valid": "unknown", "note": "no spark driver"}}}
