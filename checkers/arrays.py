@@ -56,6 +56,16 @@ def rows(table: pa.Table, columns: tuple) -> list[tuple]:
     return list(zip(*(table.column(name).to_pylist() for name in columns)))
 
 
+def rows_of(table: pa.Table, keys, columns: tuple) -> list[tuple]:
+    """The kernel's tuples (`rows`) of the table's rows whose key is one of `keys`."""
+    return rows(table.filter(pc.is_in(table["key"], pa.array(keys, pa.int64()))), columns)
+
+
+def per_key(index: np.ndarray, nk: int) -> np.ndarray:
+    """How many of the findings (given by their key indexes) each of the nk keys has."""
+    return np.bincount(index, minlength=nk)[:nk] if len(index) else np.zeros(nk, np.int64)
+
+
 def ints(table: pa.Table, name: str, fill: int = -1) -> tuple[np.ndarray, np.ndarray | None]:
     """An integer column as int64 (nulls as `fill`) and its validity (None: no nulls)."""
     column = table.column(name)

@@ -2,7 +2,7 @@
 
 The in-process kernel: plain Python over the flat tables of `history.flatten`.
 `checkers.log_arrays` computes the same counts over column arrays (the Spark engine's
-tasks run it per key range, `checkers.spark.log_anomalies`) and takes its examples from
+tasks run it on the keys dealt to them, `checkers.spark.log_anomalies`) and takes its examples from
 this kernel; tests hold the two to identical output.
 
 Vocabulary. A *key* is a partition. An *observation* of a key is an

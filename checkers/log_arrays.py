@@ -33,7 +33,6 @@ from checkers.log_anomalies import ANOMALIES, MAX_EXAMPLES
 from history.flatten import END_COLUMNS, READ_COLUMNS, SEND_COLUMNS
 
 
-
 @dataclass
 class Findings:
     """One set of keys' answer: per kind the count and its first examples (the kernel's
@@ -77,11 +76,9 @@ def check_tables(sends: pa.Table, reads: pa.Table, ends: pa.Table) -> dict:
     result = findings(sends, reads, ends).result()
     gone = kernel.absent_ends(arrays.rows(ends, END_COLUMNS))
     if gone:
-        keys = pa.array(sorted(gone), pa.int64())
-        def of(table, columns):
-            return arrays.rows(table.filter(pc.is_in(table["key"], keys)), columns)
-        kernel.absent_losses(result, gone, of(sends, SEND_COLUMNS), of(reads, READ_COLUMNS),
-                             arrays.rows(ends, END_COLUMNS))
+        keys = sorted(gone)
+        kernel.absent_losses(result, gone, arrays.rows_of(sends, keys, SEND_COLUMNS),
+                             arrays.rows_of(reads, keys, READ_COLUMNS), arrays.rows(ends, END_COLUMNS))
     return result
 
 
@@ -101,11 +98,10 @@ def findings(sends: pa.Table, reads: pa.Table, ends: pa.Table) -> Findings:
         room = MAX_EXAMPLES - len(out.undecided_keys)
         out.undecided_keys += [int(a.keys[i])] * min(int(undecided[i]), room)
     if needed:
-        chosen = pa.array(a.keys[sorted(needed)], pa.int64())
-        def rows(table, columns):
-            return arrays.rows(table.filter(pc.is_in(table["key"], chosen)), columns)
-        found, _checked = kernel.findings_flat(rows(sends, SEND_COLUMNS), rows(reads, READ_COLUMNS),
-                                               rows(ends, END_COLUMNS))
+        chosen = a.keys[sorted(needed)]
+        found, _checked = kernel.findings_flat(arrays.rows_of(sends, chosen, SEND_COLUMNS),
+                                               arrays.rows_of(reads, chosen, READ_COLUMNS),
+                                               arrays.rows_of(ends, chosen, END_COLUMNS))
         arrays.agree({kind: found[kind] for kind in ANOMALIES}, per_key, sorted(needed), a.keys)
         for kind in ANOMALIES:
             if found[kind][1]:
@@ -147,7 +143,7 @@ class _Arrays:
         out: dict[str, np.ndarray] = {}
 
         def per_key(index: np.ndarray) -> np.ndarray:
-            return np.bincount(index, minlength=nk)[:nk] if len(index) else np.zeros(nk, np.int64)
+            return arrays.per_key(index, nk)
 
         # Observations: acknowledged sends and reads, with 1 = read, 2 = read by a final poll.
         acked = np.flatnonzero(self.acked)

@@ -102,8 +102,7 @@ def findings(records: pa.Table, replicas: pa.Table, sends: pa.Table) -> Findings
         first.update(arrays.first_keys(shown[kind], MAX_EXAMPLES))
 
     def rows(index, table, columns):
-        chosen = pa.array(a.keys[index], pa.int64())
-        return arrays.rows(table.filter(pc.is_in(table["key"], chosen)), columns)
+        return arrays.rows_of(table, a.keys[index], columns)
 
     if first:
         index = sorted(first)
@@ -171,7 +170,7 @@ class _Arrays:
         nk = self.nk
 
         def per_key(index: np.ndarray) -> np.ndarray:
-            return np.bincount(index, minlength=nk)[:nk] if len(index) else np.zeros(nk, np.int64)
+            return arrays.per_key(index, nk)
 
         replicated, hw = self._replica_hw()
         final = ~self.r_past

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.linearizability import check_key, result, time_limit_default
+from checkers.spark.key_pass import KeyWork, run_pass
 from checkers.spark.tables import KEY_SPAN, Tables, key_in_run
 
 SEND, READ, END = 0, 1, 2
@@ -114,8 +115,6 @@ def _work(runs: list[str], time_limit: float | None):
     engine: a job of many runs (a campaign's final check) has their sum. One shared 120 s
     for 20 runs of a loaded campaign left 16 of them unknown (2026-11-28,
     false-alarms-kafka-membership at load 25) that each run's own check had decided valid."""
-    from checkers.spark.key_pass import KeyWork
-
     deadline = time.time() + _limit(time_limit) * max(1, len(runs))
     return KeyWork(("sends", "reads", "ends"), functools.partial(_key_search, deadline))
 
@@ -133,8 +132,6 @@ def check(job) -> dict[str, dict]:
 def check_runs(tables: Tables, time_limit: float | None = None) -> dict[str, dict]:
     """-> {run: linearizability result} for every run of `tables`: a key pass of its own
     (the engine's check shares one with the other checkers)."""
-    from checkers.spark.key_pass import run_pass
-
     started = time.monotonic()
     found = run_pass(tables, {"linearizability": _work(tables.runs, time_limit)})["linearizability"]
     return results(tables.runs, found, started, _limit(time_limit))

@@ -160,6 +160,7 @@ class Tables:
         vtext, vid = self._value_id
         return frame.withColumn("vtext", vtext).withColumn("vid", vid)
 
+
 def value_id(by_text: bool = False):
     """(vtext, vid) columns of `value` (see the module's docstring). by_text: compare with
     the length of the integer's own text, a small input's cheaper form (TEXT_LENGTH_ROWS);

@@ -28,7 +28,6 @@ CHILD = textwrap.dedent("""
 """)
 
 
-
 def _orphaned_run() -> str:
     """A child harness brings up a one-node cluster and is killed with SIGKILL: its run id."""
     env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -14,7 +14,6 @@ from dockertest_util import labelled, new_cluster
 pytestmark = pytest.mark.docker
 
 
-
 def _one_line(e: pytest.ExceptionInfo) -> str:
     msg = str(e.value)
     assert "\n" not in msg
